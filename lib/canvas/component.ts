@@ -1,0 +1,132 @@
+/**
+ * The contract between the engine and components. A component is a plain definition — a
+ * params schema and an `invoke` — registered by name. It tells the engine what happened
+ * through its result (outputs, chosen successors, entering or leaving a scope); the engine
+ * acts on results and capabilities, never on component names.
+ */
+import type { z } from 'zod';
+import type { DslProblem } from './errors';
+import type { FieldType, FormField } from './forms';
+import type { TextStream } from './text-stream';
+
+export type Outputs = Record<string, unknown>;
+
+export interface ComponentResult {
+  /** Outputs that replace the component's previous ones. */
+  outputs?: Outputs;
+  /** Successors chosen by the component (a branch), instead of its `downstream`. */
+  next?: readonly string[];
+  /** A container starts a round of its body: the engine schedules the body's entry node. */
+  enterScope?: boolean;
+  /** Leave the enclosing container: it finishes and its `downstream` runs next. */
+  exitScope?: boolean;
+}
+
+/** What a component sees of the run. Small on purpose: no engine internals, no I/O. */
+export interface ComponentContext {
+  readonly componentId: string;
+  /** The component's `parent_id` (its container), if any. */
+  readonly parentId: string | undefined;
+  readonly downstream: readonly string[];
+  /**
+   * Resolves a param value: a string that is exactly one reference yields the raw value, any
+   * other string is rendered as text, arrays and objects are resolved element by element.
+   */
+  resolve(value: unknown): Promise<unknown>;
+  /** The raw value of one reference (`cpn@out.path`, `sys.query`, `item`), streams settled. */
+  get(reference: string): Promise<unknown>;
+  /** Renders a template as text; references to streams wait for their whole text. */
+  render(template: string): Promise<string>;
+  /** Renders a template as deltas, passing streamed references through as they arrive. */
+  renderStream(template: string): AsyncGenerator<string, void, undefined>;
+  /** Shows text to the user: one `message` event per delta, then `message_end`. */
+  message(delta: string): void;
+  messageEnd(data?: Record<string, unknown>): void;
+  /** Writes a variable: a component output (`cpn@out`, with a dotted path) or `env.x`. */
+  setVariable(reference: string, value: unknown): void;
+  /** Private state of this component that survives pauses (counters, cursors). */
+  memo<T>(): T | undefined;
+  setMemo(value: unknown): void;
+  /** The enclosing container, for components that drive its rounds. */
+  parent(): ParentHandle | undefined;
+  /** Values the user submitted to this component's form (form components only). */
+  readonly formValues: Readonly<Record<string, unknown>>;
+  /** Deterministic across pauses: the generator's state is part of the run state. */
+  random(): number;
+  now(): number;
+  readonly signal: AbortSignal;
+}
+
+export interface ParentHandle {
+  readonly id: string;
+  readonly params: unknown;
+  outputs(): Outputs;
+  setOutputs(outputs: Outputs): void;
+  memo<T>(): T | undefined;
+  setMemo(value: unknown): void;
+}
+
+/** A component that asks the user for values (a form) before it can run. */
+export interface FormCapability<P> {
+  fields(params: P): FormField[];
+  /**
+   * When false (Begin), optional fields never hold the run; when true (UserFillUp), a field
+   * without a value holds it until the form has been submitted once in this visit.
+   */
+  holdForOptional: boolean;
+  /** Values persist from one visit to the next (Begin) instead of being asked anew. */
+  keepValues: boolean;
+  tips?(params: P, ctx: ComponentContext): Promise<string>;
+}
+
+/** The component that starts every pass of the workflow (Begin). */
+export interface EntryCapability<P> {
+  mode(params: P): 'conversational' | 'task';
+  prologue(params: P): string;
+}
+
+/** What `check` can see of the whole DSL. */
+export interface CheckScope {
+  readonly componentId: string;
+  has(componentId: string): boolean;
+  componentName(componentId: string): string | undefined;
+  parentOf(componentId: string): string | undefined;
+  childrenOf(componentId: string): readonly string[];
+}
+
+export interface ComponentDefinition<P = unknown> {
+  /** `component_name` in the DSL. */
+  readonly name: string;
+  /** Validates and normalises `obj.params`; unknown keys are tolerated as in RAGFlow. */
+  readonly params: z.ZodType<P>;
+  invoke(params: P, ctx: ComponentContext): Promise<ComponentResult> | ComponentResult;
+  /** Ids the component may return in `next` besides its downstream (branch targets). */
+  branchTargets?(params: P): readonly string[];
+  /** Checks that need the rest of the DSL (branch targets exist, a child of the right kind). */
+  check?(params: P, scope: CheckScope): Omit<DslProblem, 'component_id'>[];
+  form?: FormCapability<P>;
+  entry?: EntryCapability<P>;
+  /** Has a body of child components (`parent_id` = this id), run in rounds. */
+  container?: boolean;
+  /** The first node of its container's body, run at the start of every round. */
+  scopeEntry?: boolean;
+  /** The output set to `exception_default_value` when the `comment` method handles an error. */
+  defaultOutput?: string;
+}
+
+/** Registry of components by `component_name`; an explicit map, extended by spreading. */
+export type ComponentRegistry = ReadonlyMap<string, ComponentDefinition<any>>;
+
+export function defineComponent<S extends z.ZodType>(
+  definition: Omit<ComponentDefinition<z.output<S>>, 'params'> & { params: S },
+): ComponentDefinition<z.output<S>> {
+  return definition as ComponentDefinition<z.output<S>>;
+}
+
+export function createRegistry(
+  ...definitions: readonly ComponentDefinition<any>[]
+): ComponentRegistry {
+  return new Map(definitions.map((d) => [d.name, d]));
+}
+
+export type { FieldType, FormField, TextStream };

@@ -1,0 +1,9 @@
+/** The engine's public surface. */
+export { Canvas, type CanvasOptions, type RunInput } from './canvas';
+export * from './component';
+export { compileWorkflow, DSL_LIMITS, type Workflow, type WorkflowNode } from './dsl';
+export * from './errors';
+export * from './events';
+export { FIELD_TYPES, type FieldType, type FormField } from './forms';
+export { type CanvasState, RUN_STATUSES, type RunStatus, STATE_VERSION } from './state';
+export { TextStream } from './text-stream';

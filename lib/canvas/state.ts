@@ -1,0 +1,155 @@
+/**
+ * The complete runtime state of a run, as plain JSON. `Canvas.serialize()` returns it and
+ * `Canvas.restore()` accepts it in a fresh process; the pair must give the same events as a
+ * run that never stopped. It carries a schema version; older versions are upgraded on load.
+ * The DSL is not part of it: a run is pinned to a workflow version stored elsewhere.
+ */
+import type { Outputs } from './component';
+import { StateVersionError } from './errors';
+import type { FieldView } from './events';
+
+export const STATE_VERSION = 1;
+
+export const RUN_STATUSES = [
+  'not_started',
+  'running',
+  'waiting_for_input',
+  'completed',
+  'failed',
+  'cancelled',
+  'aborted_looping_risk',
+] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+export interface FormState {
+  values: Record<string, unknown>;
+  /** The form was submitted at least once during this visit. */
+  submitted: boolean;
+}
+
+export interface NodeState {
+  outputs?: Outputs;
+  memo?: unknown;
+  form?: FormState;
+  /** When a container started its current run (epoch ms), for its node_finished. */
+  since?: number;
+}
+
+export type HistoryEntry = [role: 'user' | 'assistant', content: string];
+
+export interface PassState {
+  /** Counts passes of the workflow in this run, from 1. */
+  number: number;
+  inputs: Record<string, unknown> | null;
+  started_at: number;
+  steps: number;
+  /** The node whose outputs `workflow_finished` reports (the last one run). */
+  last: string | null;
+}
+
+export interface PendingPrompt {
+  inputs: Record<string, FieldView>;
+  tips: string;
+  component_ids: string[];
+}
+
+export interface CanvasState {
+  v: typeof STATE_VERSION;
+  status: RunStatus;
+  /** Nodes scheduled to run next, in order; when waiting for input, the forms come first. */
+  frontier: string[];
+  nodes: Record<string, NodeState>;
+  globals: Record<string, unknown>;
+  history: HistoryEntry[];
+  pass: PassState | null;
+  /** What the run is waiting for, while `status` is `waiting_for_input`. */
+  prompt: PendingPrompt | null;
+  /** State of the deterministic random generator (a 32-bit integer). */
+  rng: number;
+}
+
+/** Upgrades from older versions, keyed by the version they read. None yet: v1 is the first. */
+const UPGRADES: Record<number, (old: Record<string, unknown>) => Record<string, unknown>> = {};
+
+/**
+ * Reads a serialized state, upgrading older versions. The shape is checked by hand rather than
+ * with a schema: it runs on every turn, and records are copied into null-prototype objects so
+ * that a stored `__proto__` key stays an ordinary key.
+ */
+export function readState(raw: unknown): CanvasState {
+  if (!isPlainObject(raw)) throw new StateVersionError('state must be an object');
+  let state = raw;
+  let version = typeof state.v === 'number' ? state.v : Number.NaN;
+  while (version !== STATE_VERSION) {
+    const upgrade = UPGRADES[version];
+    if (!upgrade) throw new StateVersionError(`unsupported state version ${String(state.v)}`);
+    state = upgrade(state);
+    version = state.v as number;
+  }
+  const bad = (field: string): never => {
+    throw new StateVersionError(`malformed state: ${field}`);
+  };
+  if (!(RUN_STATUSES as readonly unknown[]).includes(state.status)) bad('status');
+  if (!isStringArray(state.frontier)) bad('frontier');
+  if (!isPlainObject(state.nodes)) bad('nodes');
+  if (!isPlainObject(state.globals)) bad('globals');
+  if (!Array.isArray(state.history)) bad('history');
+  if (state.pass !== null && !isPlainObject(state.pass)) bad('pass');
+  if (state.prompt !== null && !isPlainObject(state.prompt)) bad('prompt');
+  if (!Number.isInteger(state.rng)) bad('rng');
+
+  const nodes = dict<NodeState>();
+  for (const [id, node] of Object.entries(state.nodes as Record<string, unknown>)) {
+    if (!isPlainObject(node)) bad(`nodes.${id}`);
+    const n = node as Record<string, unknown>;
+    const restored: NodeState = {};
+    if (n.outputs !== undefined) {
+      if (!isPlainObject(n.outputs)) bad(`nodes.${id}.outputs`);
+      restored.outputs = toDict(n.outputs as Record<string, unknown>);
+    }
+    if (n.memo !== undefined) restored.memo = n.memo;
+    if (typeof n.since === 'number') restored.since = n.since;
+    if (n.form !== undefined) {
+      const f = n.form as Record<string, unknown>;
+      if (!isPlainObject(f) || !isPlainObject(f.values) || typeof f.submitted !== 'boolean') {
+        bad(`nodes.${id}.form`);
+      }
+      restored.form = { values: toDict(f.values as Record<string, unknown>), submitted: f.submitted as boolean };
+    }
+    nodes[id] = restored;
+  }
+  const history = (state.history as unknown[]).filter(
+    (h): h is HistoryEntry =>
+      Array.isArray(h) && (h[0] === 'user' || h[0] === 'assistant') && typeof h[1] === 'string',
+  );
+  return {
+    v: STATE_VERSION,
+    status: state.status as RunStatus,
+    frontier: [...(state.frontier as string[])],
+    nodes,
+    globals: toDict(state.globals as Record<string, unknown>),
+    history,
+    pass: (state.pass as PassState | null) ?? null,
+    prompt: (state.prompt as PendingPrompt | null) ?? null,
+    rng: state.rng as number,
+  };
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function isStringArray(v: unknown): v is string[] {
+  return Array.isArray(v) && v.every((x) => typeof x === 'string');
+}
+
+/** A record without a prototype: any string is a safe key. */
+export function dict<T = unknown>(): Record<string, T> {
+  return Object.create(null) as Record<string, T>;
+}
+
+export function toDict<T>(source: Record<string, T>): Record<string, T> {
+  const out = dict<T>();
+  for (const [k, v] of Object.entries(source)) out[k] = v;
+  return out;
+}
