@@ -410,7 +410,7 @@ export class Canvas {
 
   private presets(id: string): Record<string, unknown> {
     const values = dict();
-    for (const f of this.fields(id)) if (!isEmptyValue(f.value)) values[f.key] = f.value;
+    for (const f of this.fields(id)) if (!isEmptyValue(f.value, f.type)) values[f.key] = f.value;
     return values;
   }
 

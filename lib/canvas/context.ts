@@ -206,7 +206,7 @@ export class NodeContext implements ComponentContext {
 
   messageEnd(data: Record<string, unknown> = {}): void {
     this.events.push(event('message_end', data));
-    appendHistory(this.scope, 'assistant', this.messageText);
+    if (this.messageText !== '') appendHistory(this.scope, 'assistant', this.messageText);
     this.messageText = '';
   }
 

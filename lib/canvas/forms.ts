@@ -32,11 +32,14 @@ export interface FormField {
   value: unknown;
 }
 
-/** Nothing there: RAGFlow's notion of an unanswered field. */
-export function isEmptyValue(value: unknown): boolean {
+/**
+ * Nothing there: RAGFlow's notion of an unanswered field. Blank text and an empty file list
+ * are empty; an empty list or object is a real answer to an `object` field.
+ */
+export function isEmptyValue(value: unknown, type?: FieldType): boolean {
   if (value === undefined || value === null) return true;
   if (typeof value === 'string') return value.trim() === '';
-  if (Array.isArray(value)) return value.length === 0;
+  if (Array.isArray(value)) return value.length === 0 && type !== 'object';
   return false;
 }
 
@@ -58,7 +61,7 @@ export function unwrapSubmitted(field: FormField, submitted: unknown): unknown {
 /** Converts a submitted value to the field's type, or says why it cannot. Empty stays null. */
 export function normalizeFieldValue(field: FormField, submitted: unknown): Normalized {
   const raw = unwrapSubmitted(field, submitted);
-  if (isEmptyValue(raw)) return { ok: true, value: null };
+  if (isEmptyValue(raw, field.type)) return { ok: true, value: null };
   switch (field.type) {
     case 'line':
     case 'paragraph':
@@ -130,6 +133,6 @@ function normalizeFile(raw: unknown): Normalized {
  * that never holds for optional fields).
  */
 export function fieldSatisfied(field: FormField, value: unknown, optionalSettled: boolean): boolean {
-  if (!isEmptyValue(value)) return true;
+  if (!isEmptyValue(value, field.type)) return true;
   return field.optional && (field.type === 'file' || optionalSettled);
 }

@@ -78,8 +78,7 @@ export function getPath(value: unknown, path: readonly string[]): unknown {
   for (const segment of path) {
     if (typeof current === 'string') current = parseJsonContainer(current);
     if (Array.isArray(current)) {
-      const index = Number(segment);
-      current = Number.isInteger(index) ? current.at(index) : undefined;
+      current = /^-?\d+$/.test(segment) ? current.at(Number(segment)) : undefined;
     } else if (isRecord(current) && Object.hasOwn(current, segment)) {
       current = current[segment];
     } else {

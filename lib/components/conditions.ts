@@ -65,7 +65,7 @@ export function parseFloatStrict(value: unknown): number | undefined {
   if (typeof value !== 'string') return undefined;
   const t = value.trim().toLowerCase();
   if (t === '') return undefined;
-  if (t === 'inf' || t === '+inf' || t === 'infinity') return Infinity;
+  if (t === 'inf' || t === '+inf' || t === 'infinity' || t === '+infinity') return Infinity;
   if (t === '-inf' || t === '-infinity') return -Infinity;
   if (t === 'nan') return Number.NaN;
   return /^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/.test(t) ? Number(t) : undefined;
@@ -90,7 +90,8 @@ function containsCaseless(left: unknown, right: unknown): boolean {
 export function switchCompare(left: unknown, operator: string, right: unknown): boolean {
   const op = canonicalOperator(operator);
   let operand = right ?? '';
-  if (typeof left === 'number' || typeof left === 'boolean') {
+  // Numbers compare as numbers; `empty` and `not empty` take no operand to convert.
+  if ((typeof left === 'number' || typeof left === 'boolean') && op !== 'empty' && op !== 'not empty') {
     const n = parseFloatStrict(operand);
     if (n === undefined) throw new ComponentError(`cannot compare the number ${String(left)} with "${String(operand)}"`);
     operand = n;

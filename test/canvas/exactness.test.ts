@@ -1,0 +1,151 @@
+/**
+ * The core invariant: serialize at any pause, load in a fresh Canvas, resume — and get the
+ * same events and outputs as one Canvas kept across all turns. Workflows and the answers to
+ * their forms are generated; each workflow is driven twice by the same deterministic user.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { Canvas, type CanvasEvent, compileWorkflow, type RunInput } from '../../lib/canvas';
+import { withComponents } from '../../lib/components';
+import { collect, fixture } from '../helpers/canvas';
+import { streamer } from '../helpers/streamer';
+import { answerFor, buildDsl, workflowSpecArb } from '../helpers/workflow-generator';
+
+const registry = withComponents(streamer);
+
+const TERMINAL = new Set([
+  'workflow_finished',
+  'workflow_failed',
+  'workflow_cancelled',
+  'workflow_aborted',
+  'user_inputs',
+]);
+const MAX_TURNS = 80;
+const CLOCK = () => Date.UTC(2026, 5, 1);
+
+/** A user who answers forms in a way decided by `choices`: full, empty, partial, or a query. */
+function user(choices: readonly number[]) {
+  let turn = 0;
+  let stalls = 0;
+  let passes = 0;
+  return (previous: readonly CanvasEvent[] | undefined, terminal: boolean): RunInput | undefined => {
+    turn++;
+    const k = turn;
+    if (previous === undefined) return { query: 'start', inputs: k % 3 === 0 ? { topic: 'early' } : {} };
+    const end = previous.at(-1);
+    if (end?.event === 'user_inputs') {
+      const fields = Object.entries(end.data.inputs);
+      const choice = stalls >= 3 ? 0 : (choices[turn % choices.length] ?? 0);
+      if (choice === 0 || fields.length === 0) stalls = 0;
+      else stalls++;
+      const full = Object.fromEntries(fields.map(([key, f], i) => [key, answerFor(f.type, k + i, f.options)]));
+      switch (choice) {
+        case 1:
+          return { inputs: {} };
+        case 2: {
+          const [firstKey, firstField] = fields[0] ?? [];
+          return firstKey && firstField
+            ? { inputs: { [firstKey]: { type: firstField.type, value: answerFor(firstField.type, k, firstField.options) } } }
+            : { inputs: full };
+        }
+        case 3:
+          return { query: `question ${k}` };
+        default:
+          return { inputs: full, ...(k % 4 === 0 ? { query: `also ${k}` } : {}) };
+      }
+    }
+    // a finished pass: a conversational run takes one more query, then we stop
+    if (terminal || passes >= 1) return undefined;
+    passes++;
+    return { query: `again ${k}` };
+  };
+}
+
+interface Transcript {
+  turns: unknown[][];
+  finalState: unknown;
+}
+
+function normalize(events: readonly CanvasEvent[]): unknown[] {
+  return events.map((e) => {
+    const data = { ...(e.data as Record<string, unknown>) };
+    delete data.created_at;
+    delete data.elapsed_time;
+    return { event: e.event, data };
+  });
+}
+
+function stateWithoutClock(canvas: Canvas): unknown {
+  const state = JSON.parse(JSON.stringify(canvas.serialize())) as {
+    pass: { started_at?: number } | null;
+    nodes: Record<string, { since?: number }>;
+    globals: Record<string, unknown>;
+  };
+  if (state.pass) delete state.pass.started_at;
+  for (const node of Object.values(state.nodes)) delete node.since;
+  delete state.globals['sys.date'];
+  return state;
+}
+
+function checkTurn(events: readonly CanvasEvent[]): void {
+  const ends = events.filter((e) => TERMINAL.has(e.event));
+  expect(ends).toHaveLength(1);
+  expect(TERMINAL.has(events.at(-1)?.event ?? '')).toBe(true);
+}
+
+async function drive(dsl: unknown, choices: readonly number[], freshEachTurn: boolean): Promise<Transcript> {
+  const options = { seed: 42, clock: CLOCK };
+  let canvas = Canvas.create(compileWorkflow(dsl, registry), options);
+  const next = user(choices);
+  const turns: unknown[][] = [];
+  let input = next(undefined, false);
+  while (input !== undefined && turns.length < MAX_TURNS) {
+    if (freshEachTurn) {
+      // a new process: the DSL and the state both arrive as JSON
+      const saved = JSON.stringify(canvas.serialize());
+      canvas = Canvas.restore(compileWorkflow(JSON.parse(JSON.stringify(dsl)), registry), JSON.parse(saved), options);
+    }
+    const events = await collect(canvas.run(input));
+    checkTurn(events);
+    turns.push(normalize(events));
+    input = next(events, canvas.isTerminal);
+  }
+  return { turns, finalState: stateWithoutClock(canvas) };
+}
+
+describe('exactness: one Canvas vs a fresh Canvas from JSON at every pause', () => {
+  it('gives the same events and outputs for generated workflows and answers', async () => {
+    let paused = 0;
+    let withLoopForm = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        workflowSpecArb,
+        fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 12 }),
+        async (spec, choices) => {
+          const dsl = buildDsl(spec);
+          const continuous = await drive(dsl, choices, false);
+          const restored = await drive(dsl, choices, true);
+          expect(restored.turns).toEqual(continuous.turns);
+          expect(restored.finalState).toEqual(continuous.finalState);
+          if (continuous.turns.length > 1) paused++;
+          const text = JSON.stringify(spec);
+          if (/"kind":"loop"[^\]]*"kind":"form"/.test(text)) withLoopForm++;
+        },
+      ),
+      { seed: 20261130, numRuns: 150 },
+    );
+    // the generator must actually exercise pauses, and forms inside loops
+    expect(paused).toBeGreaterThan(50);
+    expect(withLoopForm).toBeGreaterThan(5);
+  });
+
+  it.each(['form-intake', 'begin-required', 'loop-with-form', 'iteration', 'loop-exit', 'switch-and-or'])(
+    'holds for the %s fixture',
+    async (name) => {
+      const dsl = fixture(name);
+      const continuous = await drive(dsl, [1, 2, 0, 3, 0], false);
+      const restored = await drive(dsl, [1, 2, 0, 3, 0], true);
+      expect(restored).toEqual(continuous);
+    },
+  );
+});
