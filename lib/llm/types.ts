@@ -1,0 +1,97 @@
+/**
+ * The one interface every model provider implements: a chat call that streams text deltas
+ * and complete tool calls, then ends with the usage. Providers are bound to a model by the
+ * resolver (models.ts); components only see `ChatModel`.
+ */
+
+export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** The arguments as the model wrote them: JSON text. */
+  arguments: string;
+}
+
+export interface ChatMessage {
+  role: ChatRole;
+  content: string;
+  /** On an assistant message: the calls it made. */
+  tool_calls?: ToolCall[];
+  /** On a tool message: the call it answers. */
+  tool_call_id?: string;
+}
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object. */
+  parameters: Record<string, unknown>;
+}
+
+export interface ChatOptions {
+  messages: ChatMessage[];
+  tools?: ToolSpec[];
+  temperature?: number;
+  top_p?: number;
+  max_tokens?: number;
+  presence_penalty?: number;
+  frequency_penalty?: number;
+  /** Ask for a JSON object as the answer (structured output). */
+  json?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface ChatRequest extends ChatOptions {
+  model: string;
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export type ChatEvent =
+  | { type: 'text'; text: string }
+  | { type: 'tool_call'; call: ToolCall }
+  | { type: 'done'; usage: Usage; finish_reason: string };
+
+/** A provider speaks one protocol; the model is chosen per request. */
+export interface ChatProvider {
+  readonly name: string;
+  chat(request: ChatRequest): AsyncIterable<ChatEvent>;
+}
+
+/** A provider bound to one model: what components call. */
+export interface ChatModel {
+  /** `<provider>:<model>`, for logs and events; never a secret. */
+  readonly id: string;
+  chat(options: ChatOptions): AsyncIterable<ChatEvent>;
+}
+
+export interface ChatResult {
+  text: string;
+  toolCalls: ToolCall[];
+  usage: Usage;
+  finishReason: string;
+}
+
+export const ZERO_USAGE: Usage = Object.freeze({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+
+/** Runs a chat to its end and gathers the answer. */
+export async function complete(model: ChatModel, options: ChatOptions): Promise<ChatResult> {
+  let text = '';
+  const toolCalls: ToolCall[] = [];
+  let usage: Usage = ZERO_USAGE;
+  let finishReason = 'stop';
+  for await (const event of model.chat(options)) {
+    if (event.type === 'text') text += event.text;
+    else if (event.type === 'tool_call') toolCalls.push(event.call);
+    else {
+      usage = event.usage;
+      finishReason = event.finish_reason;
+    }
+  }
+  return { text, toolCalls, usage, finishReason };
+}
