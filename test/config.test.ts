@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, readConfig } from '../lib/config';
+import { createModelResolver, parseModelSpec } from '../lib/llm';
+
+describe('readConfig', () => {
+  it('defaults to the echo model with nothing set, and treats empty values as unset', () => {
+    const config = readConfig({ EASEL_LLM_BASE_URL: '', EASEL_LLM_API_KEY: '', EASEL_LLM_DEFAULT_MODEL: ' ' });
+    expect(config.llm.defaultModel).toBe('echo');
+    expect(config.llm.openai).toBeUndefined();
+    expect(config.ssrfAllow).toEqual([]);
+    expect(config.stepBudgetTurn).toBe(1000);
+    expect(config.stepBudgetRun).toBe(10_000);
+  });
+
+  it('reads an OpenAI-compatible endpoint, models, budgets and the SSRF allow list', () => {
+    const config = readConfig({
+      EASEL_LLM_BASE_URL: 'http://127.0.0.1:8080/v1',
+      EASEL_LLM_API_KEY: 'sk-1',
+      EASEL_LLM_DEFAULT_MODEL: 'openai:gpt-4o-mini',
+      EASEL_LLM_MODELS: '{"qwen-turbo@Tongyi-Qianwen": "bedrock:anthropic.claude-3-haiku-20240307-v1:0", "fast": "echo"}',
+      EASEL_SSRF_ALLOW: '127.0.0.1, localhost,10.0.0.0/8',
+      EASEL_STEP_BUDGET_TURN: '50',
+      EASEL_LLM_MAX_ATTEMPTS: '5',
+    });
+    expect(config.llm.openai).toEqual({ baseUrl: 'http://127.0.0.1:8080/v1', apiKey: 'sk-1' });
+    expect(config.llm.models.fast).toBe('echo');
+    expect(config.llm.retry.attempts).toBe(5);
+    expect(config.ssrfAllow).toEqual(['127.0.0.1', 'localhost', '10.0.0.0/8']);
+    expect(config.stepBudgetTurn).toBe(50);
+  });
+
+  it('reports every problem together, naming the variable', () => {
+    let error: unknown;
+    try {
+      readConfig({
+        EASEL_LLM_BASE_URL: 'ftp://nope',
+        EASEL_LLM_MODELS: '["not a map"]',
+        EASEL_STEP_BUDGET_RUN: '-3',
+        EASEL_SSRF_ALLOW: '10.0.0.0/33',
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems.join('\n');
+    expect(problems).toMatch(/EASEL_LLM_BASE_URL must be an http\(s\) URL/);
+    expect(problems).toMatch(/EASEL_LLM_MODELS must be a JSON object/);
+    expect(problems).toMatch(/EASEL_STEP_BUDGET_RUN must be an integer/);
+    expect(problems).toMatch(/EASEL_SSRF_ALLOW: "10.0.0.0\/33" is not a valid CIDR/);
+    expect(problems).toMatch(/EASEL_LLM_DEFAULT_MODEL must name a model/);
+  });
+
+  it('refuses an openai model without an endpoint, and unknown model names', () => {
+    expect(() => readConfig({ EASEL_LLM_DEFAULT_MODEL: 'openai:gpt-4o' })).toThrow(/needs EASEL_LLM_BASE_URL/);
+    expect(() => readConfig({ EASEL_LLM_MODELS: '{"x": "mistral:large"}' })).toThrow(/EASEL_LLM_MODELS\["x"\]: "mistral:large" is not a model/);
+  });
+});
+
+describe('model resolution', () => {
+  it.each([
+    ['openai:gpt-4o-mini', { provider: 'openai', model: 'gpt-4o-mini' }],
+    ['bedrock:anthropic.claude-3-haiku-20240307-v1:0', { provider: 'bedrock', model: 'anthropic.claude-3-haiku-20240307-v1:0' }],
+    ['echo', { provider: 'echo', model: 'echo' }],
+    ['gpt-4o', undefined],
+    ['openai:', undefined],
+  ])('parses %j', (spec, expected) => {
+    expect(parseModelSpec(spec)).toEqual(expected);
+  });
+
+  it('maps known llm_ids and sends empty or unknown ones to the default', () => {
+    const resolver = createModelResolver({
+      openai: { baseUrl: 'http://127.0.0.1:1/v1' },
+      defaultModel: 'openai:default-model',
+      models: { 'fast@Local': 'echo', 'big@OpenAI': 'openai:big' },
+      timeoutMs: 1000,
+      retry: { attempts: 1, baseDelayMs: 1, maxDelayMs: 1 },
+    });
+    expect(resolver.resolve('fast@Local').id).toBe('echo');
+    expect(resolver.resolve('big@OpenAI').id).toBe('openai:big');
+    expect(resolver.resolve('qwen-turbo@Tongyi-Qianwen').id).toBe('openai:default-model');
+    expect(resolver.resolve('').id).toBe('openai:default-model');
+    expect(resolver.resolve(undefined).id).toBe('openai:default-model');
+  });
+});
