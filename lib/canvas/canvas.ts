@@ -51,6 +51,8 @@ export interface CanvasOptions {
   stepBudgetRun?: number;
   /** History entries kept in the state (older ones live in turn records). @default 100 */
   historyLimit?: number;
+  /** Handed to components as `ctx.services` (model resolver, outbound HTTP). Never serialized. */
+  services?: Readonly<Record<string, unknown>>;
 }
 
 export const DEFAULT_STEP_BUDGET_TURN = 1000;
@@ -103,7 +105,9 @@ export class Canvas {
   private readonly budgetRun: number;
   private readonly historyLimit: number;
   private readonly seed: number | undefined;
+  private readonly services: Readonly<Record<string, unknown>>;
   private active = false;
+  private usage: TurnUsage = emptyUsage();
   /** Set when a turn did not reach its end (a transient error, an abandoned generator). */
   private broken = false;
   /** Nodes whose `node_finished` waits for their streamed outputs to be read. */
@@ -119,6 +123,7 @@ export class Canvas {
     this.budgetRun = positive(options.stepBudgetRun, DEFAULT_STEP_BUDGET_RUN);
     this.historyLimit = positive(options.historyLimit, DEFAULT_HISTORY_LIMIT);
     this.seed = options.seed;
+    this.services = options.services ?? {};
     this.state = state ?? this.freshState();
   }
 
@@ -157,6 +162,11 @@ export class Canvas {
   /** What the run waits for while `waiting_for_input`: the fields still needed and the tips. */
   get prompt(): PendingPrompt | null {
     return this.state.prompt;
+  }
+
+  /** Model tokens spent by the last turn. */
+  get lastTurnUsage(): TurnUsage {
+    return { ...this.usage };
   }
 
   get mode(): 'conversational' | 'task' {
@@ -200,6 +210,7 @@ export class Canvas {
 
     this.active = true;
     this.broken = true;
+    this.usage = emptyUsage();
     try {
       const scope = this.scope(request.signal);
       const s = this.state;
@@ -514,6 +525,7 @@ export class Canvas {
       outputs: last ? { ...(s.nodes[last]?.outputs ?? {}) } : {},
       elapsed_time: this.elapsedInPass(),
       created_at: this.seconds(),
+      usage: { ...this.usage },
     });
   }
 
@@ -678,6 +690,13 @@ export class Canvas {
       now: this.clock,
       random: () => this.random(),
       signal,
+      services: this.services,
+      recordUsage: (u) => {
+        this.usage.prompt_tokens += u.prompt_tokens;
+        this.usage.completion_tokens += u.completion_tokens;
+        this.usage.total_tokens += u.total_tokens;
+        this.usage.calls += 1;
+      },
     };
   }
 
@@ -718,6 +737,18 @@ export class Canvas {
       throw new EaselError('invalid_state', 'a turn of this canvas did not complete; restore the saved state');
     }
   }
+}
+
+export interface TurnUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  /** Model calls made. */
+  calls: number;
+}
+
+function emptyUsage(): TurnUsage {
+  return { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, calls: 0 };
 }
 
 function initialGlobals(workflow: Workflow): Record<string, unknown> {

@@ -28,6 +28,12 @@ export interface ComponentContext {
   /** The component's `parent_id` (its container), if any. */
   readonly parentId: string | undefined;
   readonly downstream: readonly string[];
+  /** A downstream component shows streams live (a Message): producing a stream pays off. */
+  readonly downstreamStreams: boolean;
+  /** This component's `exception_method` handles its errors: fail here, not in a stream read later. */
+  readonly handlesErrors: boolean;
+  /** What the run was given by its host (model resolvers, HTTP clients); see lib/components/services. */
+  readonly services: Readonly<Record<string, unknown>>;
   /**
    * Resolves a param value: a string that is exactly one reference yields the raw value, any
    * other string is rendered as text, arrays and objects are resolved element by element.
@@ -44,6 +50,10 @@ export interface ComponentContext {
   messageEnd(data?: Record<string, unknown>): void;
   /** Writes a variable: a component output (`cpn@out`, with a dotted path) or `env.x`. */
   setVariable(reference: string, value: unknown): void;
+  /** Counts model tokens towards the turn's `usage`. */
+  recordUsage(usage: TokenUsage): void;
+  /** The conversation so far, oldest first, at most `limit` entries. */
+  history(limit: number): readonly { role: 'user' | 'assistant'; content: string }[];
   /** Private state of this component that survives pauses (counters, cursors). */
   memo<T>(): T | undefined;
   setMemo(value: unknown): void;
@@ -55,6 +65,12 @@ export interface ComponentContext {
   random(): number;
   now(): number;
   readonly signal: AbortSignal;
+}
+
+export interface TokenUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
 }
 
 export interface ParentHandle {
@@ -110,6 +126,8 @@ export interface ComponentDefinition<P = unknown> {
   container?: boolean;
   /** The first node of its container's body, run at the start of every round. */
   scopeEntry?: boolean;
+  /** Shows upstream streams live (Message): producers upstream may hand it a stream. */
+  streamsInput?: boolean;
   /** The output set to `exception_default_value` when the `comment` method handles an error. */
   defaultOutput?: string;
 }

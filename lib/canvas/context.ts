@@ -3,7 +3,7 @@
  * Outputs are replaced, never mutated in place, so serializing the state needs no copy and
  * a value handed to one component cannot be changed under another.
  */
-import type { ComponentContext, Outputs, ParentHandle } from './component';
+import type { ComponentContext, Outputs, ParentHandle, TokenUsage } from './component';
 import type { Workflow } from './dsl';
 import type { EventQueue } from './event-queue';
 import { type CanvasEvent, event } from './events';
@@ -30,6 +30,8 @@ export interface RunScope {
   now(): number;
   random(): number;
   readonly signal: AbortSignal;
+  readonly services: Readonly<Record<string, unknown>>;
+  recordUsage(usage: TokenUsage): void;
 }
 
 export function nodeState(state: CanvasState, id: string): NodeState {
@@ -126,6 +128,8 @@ export class NodeContext implements ComponentContext {
   readonly componentId: string;
   readonly parentId: string | undefined;
   readonly downstream: readonly string[];
+  readonly downstreamStreams: boolean;
+  readonly handlesErrors: boolean;
   private messageText = '';
 
   constructor(
@@ -138,10 +142,25 @@ export class NodeContext implements ComponentContext {
     this.componentId = id;
     this.parentId = node.parentId;
     this.downstream = node.downstream;
+    this.downstreamStreams = node.downstream.some((d) => scope.workflow.nodes.get(d)?.definition.streamsInput === true);
+    this.handlesErrors = node.exception.method !== null;
   }
 
   get signal(): AbortSignal {
     return this.scope.signal;
+  }
+
+  get services(): Readonly<Record<string, unknown>> {
+    return this.scope.services;
+  }
+
+  recordUsage(usage: TokenUsage): void {
+    this.scope.recordUsage(usage);
+  }
+
+  history(limit: number): readonly { role: 'user' | 'assistant'; content: string }[] {
+    const entries = limit > 0 ? this.scope.state.history.slice(-limit) : [];
+    return entries.map(([role, content]) => ({ role, content }));
   }
 
   async get(reference: string): Promise<unknown> {

@@ -42,6 +42,8 @@ export interface EventPayloads {
     outputs: Outputs;
     elapsed_time: number;
     created_at: number;
+    /** Model tokens spent in this turn. */
+    usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; calls: number };
   };
   workflow_failed: {
     error: { code: string; message: string; component_id?: string };

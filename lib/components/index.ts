@@ -1,12 +1,17 @@
 /**
- * The components Easel ships, by `component_name`. Later providers (LLM, Agent, Categorize,
- * Invoke) join by extending this map; the engine takes any registry.
+ * The components Easel ships, by `component_name`: an explicit list, extended by
+ * `withComponents`; the engine takes any registry. Components that call out (LLM, Agent,
+ * Categorize, Invoke) find their model resolver and HTTP guard in the run's services.
  */
 import { type ComponentDefinition, type ComponentRegistry, createRegistry } from '../canvas/component';
+import { agent } from './agent';
 import { begin } from './begin';
+import { categorize } from './categorize';
 import { exitLoop } from './exit-loop';
 import { iteration } from './iteration';
+import { invoke } from './invoke';
 import { iterationItem } from './iteration-item';
+import { llm } from './llm';
 import { loop } from './loop';
 import { loopItem } from './loop-item';
 import { message } from './message';
@@ -27,6 +32,10 @@ export const coreComponents: readonly ComponentDefinition<any>[] = [
   loop,
   loopItem,
   exitLoop,
+  llm,
+  agent,
+  categorize,
+  invoke,
 ];
 
 export const builtinComponents: ComponentRegistry = createRegistry(...coreComponents);

@@ -18,6 +18,7 @@ export const message = defineComponent({
   name: 'Message',
   params,
   defaultOutput: 'content',
+  streamsInput: true,
   check(p) {
     return p.content.some((t) => /\{%.*?%\}/s.test(t))
       ? [{ field: 'obj.params.content', message: 'Jinja blocks ({% ... %}) are not supported' }]

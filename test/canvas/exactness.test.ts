@@ -4,14 +4,36 @@
  * their forms are generated; each workflow is driven twice by the same deterministic user.
  */
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Canvas, type CanvasEvent, compileWorkflow, type RunInput } from '../../lib/canvas';
 import { withComponents } from '../../lib/components';
 import { collect, fixture } from '../helpers/canvas';
+import { testServices } from '../helpers/services';
 import { streamer } from '../helpers/streamer';
+import { OpenAiServer, type RecordedRequest, type Reply } from '../llm/openai-server';
 import { answerFor, buildDsl, workflowSpecArb } from '../helpers/workflow-generator';
 
 const registry = withComponents(streamer);
+
+/** A model whose answer depends only on what it is sent, so both drives get the same ones. */
+function deterministicModel(body: RecordedRequest['body']): Reply {
+  const text = body.messages.map((m) => m.content).join('|');
+  let hash = 0;
+  for (const ch of text) hash = (hash * 31 + ch.charCodeAt(0)) | 0;
+  const isClassification = body.messages[0]?.content.startsWith('You sort user messages');
+  return isClassification
+    ? { kind: 'text', text: hash % 2 === 0 ? 'alpha' : 'beta' }
+    : { kind: 'text', text: `answer ${Math.abs(hash) % 1000} to ${body.messages.length} messages`, chunks: 1 + (Math.abs(hash) % 4) };
+}
+
+let server: OpenAiServer;
+beforeAll(async () => {
+  server = await OpenAiServer.start();
+  server.respond = deterministicModel;
+});
+afterAll(async () => {
+  await server.close();
+});
 
 const TERMINAL = new Set([
   'workflow_finished',
@@ -64,6 +86,10 @@ function user(choices: readonly number[]) {
 interface Transcript {
   turns: unknown[][];
   finalState: unknown;
+  /** Requests the model server received during the drive. */
+  modelCalls: number;
+  /** LLM and Categorize nodes that finished during the drive. */
+  modelNodes: number;
 }
 
 function normalize(events: readonly CanvasEvent[]): unknown[] {
@@ -94,7 +120,9 @@ function checkTurn(events: readonly CanvasEvent[]): void {
 }
 
 async function drive(dsl: unknown, choices: readonly number[], freshEachTurn: boolean): Promise<Transcript> {
-  const options = { seed: 42, clock: CLOCK };
+  const options = { seed: 42, clock: CLOCK, services: testServices({ openaiUrl: server.url }) };
+  const callsBefore = server.calls;
+  let modelNodes = 0;
   let canvas = Canvas.create(compileWorkflow(dsl, registry), options);
   const next = user(choices);
   const turns: unknown[][] = [];
@@ -107,16 +135,18 @@ async function drive(dsl: unknown, choices: readonly number[], freshEachTurn: bo
     }
     const events = await collect(canvas.run(input));
     checkTurn(events);
+    modelNodes += events.filter((e) => e.event === 'node_finished' && (e.data.component_type === 'LLM' || e.data.component_type === 'Categorize')).length;
     turns.push(normalize(events));
     input = next(events, canvas.isTerminal);
   }
-  return { turns, finalState: stateWithoutClock(canvas) };
+  return { turns, finalState: stateWithoutClock(canvas), modelCalls: server.calls - callsBefore, modelNodes };
 }
 
 describe('exactness: one Canvas vs a fresh Canvas from JSON at every pause', () => {
   it('gives the same events and outputs for generated workflows and answers', async () => {
     let paused = 0;
     let withLoopForm = 0;
+    let withModel = 0;
     await fc.assert(
       fc.asyncProperty(
         workflowSpecArb,
@@ -127,6 +157,10 @@ describe('exactness: one Canvas vs a fresh Canvas from JSON at every pause', () 
           const restored = await drive(dsl, choices, true);
           expect(restored.turns).toEqual(continuous.turns);
           expect(restored.finalState).toEqual(continuous.finalState);
+          // every model call belongs to a node that finished: none is repeated on resume
+          expect(restored.modelCalls).toBe(continuous.modelCalls);
+          expect(continuous.modelCalls).toBe(continuous.modelNodes);
+          if (continuous.modelCalls > 0) withModel++;
           if (continuous.turns.length > 1) paused++;
           const text = JSON.stringify(spec);
           if (/"kind":"loop"[^\]]*"kind":"form"/.test(text)) withLoopForm++;
@@ -137,6 +171,7 @@ describe('exactness: one Canvas vs a fresh Canvas from JSON at every pause', () 
     // the generator must actually exercise pauses, and forms inside loops
     expect(paused).toBeGreaterThan(50);
     expect(withLoopForm).toBeGreaterThan(5);
+    expect(withModel).toBeGreaterThan(40);
   });
 
   it.each(['form-intake', 'begin-required', 'loop-with-form', 'iteration', 'loop-exit', 'switch-and-or'])(

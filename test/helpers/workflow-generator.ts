@@ -22,6 +22,8 @@ export type Block =
   | { kind: 'iteration'; items: number; body: Block[] }
   | { kind: 'aggregate' }
   | { kind: 'stream'; chunk: number }
+  | { kind: 'llm'; shown: boolean }
+  | { kind: 'categorize'; left: Block[]; right: Block[] }
   | { kind: 'risky'; method: 'none' | 'comment' | 'goto' };
 
 export interface WorkflowSpec {
@@ -42,6 +44,7 @@ function blocksArb(depth: number): fc.Arbitrary<Block[]> {
     fc.record({ kind: fc.constant('assign' as const), add: fc.integer({ min: 1, max: 3 }) }),
     fc.constant({ kind: 'aggregate' as const }),
     fc.record({ kind: fc.constant('stream' as const), chunk: fc.integer({ min: 1, max: 8 }) }),
+    fc.record({ kind: fc.constant('llm' as const), shown: fc.boolean() }),
     fc.record({ kind: fc.constant('risky' as const), method: fc.constantFrom<'none' | 'comment' | 'goto'>('none', 'comment', 'goto') }),
   ];
   if (depth <= 0) return fc.array(fc.oneof(...leaf), { minLength: 1, maxLength: 3 });
@@ -49,6 +52,7 @@ function blocksArb(depth: number): fc.Arbitrary<Block[]> {
   const nested: fc.Arbitrary<Block>[] = [
     fc.record({ kind: fc.constant('switch' as const), threshold: fc.integer({ min: 0, max: 6 }), left: inner, right: inner }),
     fc.record({ kind: fc.constant('parallel' as const), a: inner, b: inner }),
+    fc.record({ kind: fc.constant('categorize' as const), left: inner, right: inner }),
     fc.record({
       kind: fc.constant('loop' as const),
       max: fc.integer({ min: 1, max: 3 }),
@@ -148,6 +152,29 @@ export function buildDsl(spec: WorkflowSpec): Record<string, unknown> {
         const shown = add('Message', { content: [`>> {${producer}@content} <<`] }, parent);
         link([producer], shown);
         return [shown];
+      }
+      case 'llm': {
+        // shown: streamed live into a Message; otherwise called eagerly and kept in a variable
+        const model = add('LLM', { llm_id: 'any@Provider', sys_prompt: 'Be brief. c={env.counter}', prompts: [{ role: 'user', content: 'q={sys.query} c={env.counter}' }], message_history_window_size: 2 }, parent);
+        link(tails, model);
+        const next = block.shown
+          ? add('Message', { content: [`llm says: {${model}@content}`] }, parent)
+          : add('VariableAssigner', { variables: [{ variable: 'env.said', operator: 'overwrite', parameter: `${model}@content` }] }, parent);
+        link([model], next);
+        return [next];
+      }
+      case 'categorize': {
+        const cat = add('Categorize', { llm_id: '', category_description: {}, query: 'sys.query' }, parent);
+        link(tails, cat);
+        const left = branch(block.left, parent, inIteration);
+        const right = branch(block.right, parent, inIteration);
+        (components[cat] as Component).obj.params.category_description = {
+          alpha: { description: 'even', examples: ['two'], to: [left.first] },
+          beta: { description: 'odd', examples: ['one'], to: [right.first] },
+        };
+        link([cat], left.first);
+        link([cat], right.first);
+        return [...left.tails, ...right.tails];
       }
       case 'risky': {
         // appending to a number fails; the exception method decides what happens next

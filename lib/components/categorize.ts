@@ -1,0 +1,106 @@
+/**
+ * Categorize: asks the model which category the query belongs to and routes to that
+ * category's `to`. The answer is read as RAGFlow reads it: each category name is counted in the
+ * answer (case-insensitively); the most frequent wins, ties go to the first, and an answer
+ * naming none goes to the last category.
+ */
+import { z } from 'zod';
+import { defineComponent } from '../canvas/component';
+import { valueToText } from '../canvas/references';
+import { checkTargets, checkVariable, idList } from './checks';
+import { completeCounted, llmParamsShape, samplingOptions } from './llm-params';
+import { modelsOf } from './services';
+
+const category = z.looseObject({
+  description: z.string().nullish(),
+  examples: z
+    .union([z.string(), z.array(z.string())])
+    .nullish()
+    // one example per line: templates pack several lines into one list element
+    .transform((e) => (e === null || e === undefined ? [] : Array.isArray(e) ? e : [e]).flatMap((x) => x.split('\n')).map((x) => x.trim()).filter(Boolean)),
+  to: z.union([z.string(), z.array(z.string())]).nullish().transform(idList).pipe(z.array(z.string()).min(1, 'a category needs a target')),
+});
+
+const params = z.looseObject({
+  ...llmParamsShape,
+  category_description: z
+    .record(z.string().min(1), category)
+    .refine((c) => Object.keys(c).length > 0, 'needs at least one category'),
+  query: z.string().nullish().transform((q) => q || 'sys.query'),
+  message_history_window_size: z.number().int().min(0).max(50).nullish().transform((w) => w ?? 1),
+});
+
+export const categorize = defineComponent({
+  name: 'Categorize',
+  params,
+  branchTargets: (p) => Object.values(p.category_description).flatMap((c) => c.to),
+  check(p, scope) {
+    return [
+      ...checkVariable(p.query, scope, 'obj.params.query'),
+      ...Object.entries(p.category_description).flatMap(([name, c]) =>
+        checkTargets(c.to, scope, `obj.params.category_description.${name}.to`),
+      ),
+    ];
+  },
+  async invoke(p, ctx) {
+    const names = Object.keys(p.category_description);
+    const query = valueToText(await ctx.get(p.query));
+    const history = [...ctx.history(p.message_history_window_size * 2)];
+    if (history.at(-1)?.role === 'user') history.pop();
+    const exchange = [...history, { role: 'user', content: query }]
+      .map((m) => `${m.role.toUpperCase()}: "${m.content.replace(/\s*\n\s*/g, ' ')}"`)
+      .join(' | ');
+    const model = modelsOf(ctx).resolve(p.llm_id);
+    const { text } = await completeCounted(
+      model,
+      {
+        messages: [
+          { role: 'system', content: classificationPrompt(p.category_description) },
+          { role: 'user', content: `Classify this conversation, ending with the user's latest message:\n${exchange}` },
+        ],
+        ...samplingOptions(p),
+      },
+      ctx,
+    );
+    const chosen = pickCategory(text, names);
+    const next = p.category_description[chosen]?.to ?? [];
+    return { outputs: { category_name: chosen, _next: next }, next };
+  },
+});
+
+/** The category named most often in `answer`; ties go to the first; none named: the last. */
+export function pickCategory(answer: string, names: readonly string[]): string {
+  const haystack = answer.toLowerCase();
+  let best: string | undefined;
+  let bestCount = 0;
+  for (const name of names) {
+    const needle = name.toLowerCase();
+    let count = 0;
+    for (let at = haystack.indexOf(needle); needle !== '' && at >= 0; at = haystack.indexOf(needle, at + 1)) count++;
+    if (count > bestCount) {
+      best = name;
+      bestCount = count;
+    }
+  }
+  return best ?? (names.at(-1) as string);
+}
+
+function classificationPrompt(categories: z.output<typeof params>['category_description']): string {
+  const lines = [
+    'You sort user messages into categories. Pick exactly ONE of these categories:',
+    ...Object.keys(categories).map((name) => ` - ${name}`),
+  ];
+  const described = Object.entries(categories).filter(([, c]) => c.description);
+  if (described.length > 0) {
+    lines.push('', 'What each category covers:');
+    for (const [name, c] of described) lines.push(`${name}: ${c.description}`);
+  }
+  lines.push(
+    '',
+    'Rules: weigh what the user says outright and what they imply; prefer the most specific',
+    'category; answer with the category name only, nothing else.',
+  );
+  const examples = Object.entries(categories).flatMap(([name, c]) => c.examples.map((e) => `USER: "${e}" -> ${name}`));
+  if (examples.length > 0) lines.push('', 'Examples:', ...examples);
+  return lines.join('\n');
+}

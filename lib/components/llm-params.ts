@@ -1,0 +1,144 @@
+/**
+ * What LLM, Agent and Categorize share: RAGFlow's model params, the prompt assembly (system
+ * prompt, a window of the conversation, the configured prompts with references rendered),
+ * structured output, and the call itself with its token usage counted.
+ */
+import { z } from 'zod';
+import type { ComponentContext } from '../canvas/component';
+import { ComponentError } from '../canvas/errors';
+import { isRecord } from '../canvas/references';
+import { type ChatMessage, type ChatModel, type ChatOptions, type ChatResult, complete } from '../llm/types';
+
+const number = z.union([z.number(), z.string().regex(/^\s*-?\d*\.?\d+\s*$/).transform(Number)]);
+
+export const llmParamsShape = {
+  llm_id: z.string().nullish(),
+  sys_prompt: z.string().nullish().transform((s) => s ?? ''),
+  prompts: z
+    .union([
+      z.string().transform((content) => [{ role: 'user' as const, content }]),
+      z.array(z.looseObject({ role: z.enum(['user', 'assistant', 'system']), content: z.string() })),
+    ])
+    .nullish()
+    .transform((p) => p ?? [{ role: 'user' as const, content: '{sys.query}' }]),
+  temperature: number.nullish(),
+  temperatureEnabled: z.boolean().nullish(),
+  top_p: number.nullish(),
+  topPEnabled: z.boolean().nullish(),
+  max_tokens: number.nullish(),
+  maxTokensEnabled: z.boolean().nullish(),
+  presence_penalty: number.nullish(),
+  presencePenaltyEnabled: z.boolean().nullish(),
+  frequency_penalty: number.nullish(),
+  frequencyPenaltyEnabled: z.boolean().nullish(),
+  message_history_window_size: z.number().int().min(0).max(50).nullish(),
+  max_retries: z.number().int().min(0).max(5).nullish(),
+  output_structure: z.record(z.string(), z.unknown()).nullish(),
+  outputs: z.record(z.string(), z.unknown()).nullish(),
+};
+
+export const llmParams = z.looseObject(llmParamsShape);
+export type LlmParams = z.output<typeof llmParams>;
+
+export const DEFAULT_HISTORY_WINDOW = 13;
+
+/** RAGFlow sends a sampling knob only when it is set above 0 and its `*Enabled` flag is on. */
+export function samplingOptions(p: LlmParams): Pick<ChatOptions, 'temperature' | 'top_p' | 'max_tokens' | 'presence_penalty' | 'frequency_penalty'> {
+  const out: Record<string, number> = {};
+  const take = (key: string, value: number | null | undefined, enabled: boolean | null | undefined) => {
+    if (enabled && value !== null && value !== undefined && value > 0) out[key] = value;
+  };
+  take('temperature', p.temperature, p.temperatureEnabled);
+  take('top_p', p.top_p, p.topPEnabled);
+  take('max_tokens', p.max_tokens, p.maxTokensEnabled);
+  take('presence_penalty', p.presence_penalty, p.presencePenaltyEnabled);
+  take('frequency_penalty', p.frequency_penalty, p.frequencyPenaltyEnabled);
+  return out;
+}
+
+/** The JSON schema asked for, from `outputs.structured` (or the older `output_structure`). */
+export function structuredSchema(p: LlmParams): Record<string, unknown> | undefined {
+  const candidates = [p.outputs?.structured, p.output_structure];
+  for (const c of candidates) {
+    if (!isRecord(c)) continue;
+    for (const schema of [c, c.schema, c.structured]) {
+      if (isRecord(schema) && isRecord(schema.properties) && Object.keys(schema.properties).length > 0) return schema;
+    }
+  }
+  return undefined;
+}
+
+export function schemaInstructions(schema: Record<string, unknown>): string {
+  return [
+    'Answer with one JSON object only, no prose and no code fences, matching this JSON schema.',
+    'Numbers are JSON numbers; booleans are true or false.',
+    JSON.stringify(schema, null, 2),
+  ].join('\n');
+}
+
+/**
+ * System prompt, then the last `window` exchanges of the conversation without the current
+ * user turn (the prompts bring it), then the configured prompts, references rendered.
+ */
+export async function buildMessages(
+  p: LlmParams,
+  ctx: ComponentContext,
+  extraSystem: string[] = [],
+): Promise<ChatMessage[]> {
+  const window = p.message_history_window_size ?? DEFAULT_HISTORY_WINDOW;
+  const history = [...ctx.history(window * 2)];
+  if (history.at(-1)?.role === 'user') history.pop();
+  const system = [await ctx.render(p.sys_prompt), ...extraSystem].filter((s) => s.trim() !== '').join('\n\n');
+  const messages: ChatMessage[] = system ? [{ role: 'system', content: system }] : [];
+  messages.push(...history.map((h) => ({ role: h.role, content: h.content })));
+  for (const prompt of p.prompts) {
+    messages.push({ role: prompt.role, content: await ctx.render(prompt.content) });
+  }
+  return messages;
+}
+
+/** One model call to its end, its tokens counted towards the turn. */
+export async function completeCounted(model: ChatModel, options: ChatOptions, ctx: ComponentContext): Promise<ChatResult> {
+  const result = await complete(model, { ...options, signal: ctx.signal });
+  ctx.recordUsage(result.usage);
+  return result;
+}
+
+/** Reads a JSON object out of a model's answer: think blocks and code fences are dropped. */
+export function parseJsonAnswer(text: string): Record<string, unknown> | undefined {
+  let t = text;
+  const think = t.lastIndexOf('</think>');
+  if (think >= 0) t = t.slice(think + '</think>'.length);
+  const fenced = /```(?:json)?\s*([\s\S]*?)```/i.exec(t);
+  if (fenced?.[1] !== undefined) t = fenced[1];
+  const start = t.indexOf('{');
+  const end = t.lastIndexOf('}');
+  if (start < 0 || end <= start) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(t.slice(start, end + 1));
+    return isRecord(parsed) ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Asks for a structured answer, re-asking up to `max_retries` more times when the answer is
+ * not a JSON object.
+ */
+export async function structuredAnswer(
+  model: ChatModel,
+  messages: ChatMessage[],
+  p: LlmParams,
+  ctx: ComponentContext,
+): Promise<{ text: string; structured: Record<string, unknown> }> {
+  const attempts = (p.max_retries ?? 0) + 1;
+  const conversation = [...messages];
+  for (let i = 0; i < attempts; i++) {
+    const { text } = await completeCounted(model, { messages: conversation, json: true, ...samplingOptions(p) }, ctx);
+    const structured = parseJsonAnswer(text);
+    if (structured) return { text, structured };
+    conversation.push({ role: 'assistant', content: text }, { role: 'user', content: 'That answer is not a JSON object. Answer again with the JSON object only.' });
+  }
+  throw new ComponentError(`the model did not answer with a JSON object after ${attempts} attempt(s)`);
+}

@@ -1,0 +1,49 @@
+/**
+ * LLM: one model call over the system prompt, a window of the conversation and the prompts.
+ * When a Message downstream shows it live, the answer is a stream the Message reads (the model
+ * is called then, once); otherwise, or when asked for structured output, it is called here.
+ */
+import { defineComponent } from '../canvas/component';
+import { TextStream } from '../canvas/text-stream';
+import type { ChatModel, ChatOptions } from '../llm/types';
+import type { ComponentContext } from '../canvas/component';
+import {
+  buildMessages,
+  completeCounted,
+  llmParams,
+  samplingOptions,
+  schemaInstructions,
+  structuredAnswer,
+  structuredSchema,
+} from './llm-params';
+import { modelsOf } from './services';
+
+export const llm = defineComponent({
+  name: 'LLM',
+  params: llmParams,
+  defaultOutput: 'content',
+  async invoke(p, ctx) {
+    const model = modelsOf(ctx).resolve(p.llm_id);
+    const schema = structuredSchema(p);
+    if (schema) {
+      const messages = await buildMessages(p, ctx, [schemaInstructions(schema)]);
+      const { text, structured } = await structuredAnswer(model, messages, p, ctx);
+      return { outputs: { content: text, structured } };
+    }
+    const messages = await buildMessages(p, ctx);
+    const options: ChatOptions = { messages, ...samplingOptions(p) };
+    if (ctx.downstreamStreams && !ctx.handlesErrors) {
+      return { outputs: { content: new TextStream(streamAnswer(model, options, ctx)) } };
+    }
+    const { text } = await completeCounted(model, options, ctx);
+    return { outputs: { content: text } };
+  },
+});
+
+/** The answer as deltas; the usage is counted when the stream ends. */
+export async function* streamAnswer(model: ChatModel, options: ChatOptions, ctx: ComponentContext): AsyncGenerator<string, void, undefined> {
+  for await (const event of model.chat({ ...options, signal: ctx.signal })) {
+    if (event.type === 'text') yield event.text;
+    else if (event.type === 'done') ctx.recordUsage(event.usage);
+  }
+}

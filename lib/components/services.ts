@@ -1,0 +1,36 @@
+/**
+ * What components that call out need from their host, handed to the Canvas as
+ * `options.services` and never serialized: the model resolver, the outbound HTTP guard, and
+ * secrets by name. Each accessor fails with a clear component error when the host gave none.
+ */
+import type { ComponentContext } from '../canvas/component';
+import { ComponentError } from '../canvas/errors';
+import type { ModelResolver } from '../llm/models';
+import type { SsrfGuard } from '../outbound/ssrf';
+
+export interface ComponentServices {
+  models?: ModelResolver;
+  guard?: SsrfGuard;
+  /** Secret values by name, for `{secret.NAME}` in Invoke headers. */
+  secret?: (name: string) => string | undefined;
+}
+
+export function services(options: ComponentServices): Readonly<Record<string, unknown>> {
+  return { ...options };
+}
+
+export function modelsOf(ctx: ComponentContext): ModelResolver {
+  const models = (ctx.services as ComponentServices).models;
+  if (!models) throw new ComponentError('no language model is configured for this run');
+  return models;
+}
+
+export function guardOf(ctx: ComponentContext): SsrfGuard {
+  const guard = (ctx.services as ComponentServices).guard;
+  if (!guard) throw new ComponentError('outbound HTTP is not configured for this run');
+  return guard;
+}
+
+export function secretOf(ctx: ComponentContext, name: string): string | undefined {
+  return (ctx.services as ComponentServices).secret?.(name);
+}
