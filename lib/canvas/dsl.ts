@@ -127,23 +127,10 @@ export function compileWorkflow(dsl: unknown, registry: ComponentRegistry): Work
       continue;
     }
     const params = definition.params.safeParse(rawParams);
-    if (!params.success) {
-      for (const issue of params.error.issues) {
-        problems.push({
-          component_id: id,
-          field: ['obj', 'params', ...issue.path].join('.'),
-          message: issue.message,
-        });
-      }
-    }
     const exception = exceptionSchema.safeParse(rawParams);
-    if (!exception.success) {
-      for (const issue of exception.error.issues) {
-        problems.push({
-          component_id: id,
-          field: ['obj', 'params', ...issue.path].join('.'),
-          message: issue.message,
-        });
+    for (const result of [params, exception]) {
+      for (const issue of result.error?.issues ?? []) {
+        problems.push({ component_id: id, field: ['obj', 'params', ...issue.path].join('.'), message: issue.message });
       }
     }
     parsed.set(id, {

@@ -34,3 +34,9 @@ export function idList(value: string | readonly string[] | null | undefined): st
   if (value === null || value === undefined || value === '') return [];
   return typeof value === 'string' ? [value] : [...new Set(value)];
 }
+
+/** A start node (IterationItem, LoopItem) must sit directly inside its kind of container. */
+export function checkInside(scope: CheckScope, container: string, message: string): Problem[] {
+  const parent = scope.parentOf(scope.componentId);
+  return parent !== undefined && scope.componentName(parent) !== container ? [{ field: 'parent_id', message }] : [];
+}

@@ -22,22 +22,7 @@ export const SWITCH_OPERATORS = [
 ] as const;
 export type SwitchOperator = (typeof SWITCH_OPERATORS)[number];
 
-export const LOOP_OPERATORS = [
-  'contains',
-  'not contains',
-  'start with',
-  'end with',
-  'is',
-  'is not',
-  'empty',
-  'not empty',
-  '=',
-  '≠',
-  '>',
-  '<',
-  '≥',
-  '≤',
-] as const;
+export const LOOP_OPERATORS = [...SWITCH_OPERATORS, 'is', 'is not'] as const;
 export type LoopOperator = (typeof LOOP_OPERATORS)[number];
 
 /** ASCII spellings accepted for the symbols. */

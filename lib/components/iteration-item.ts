@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { defineComponent } from '../canvas/component';
 import { ComponentError } from '../canvas/errors';
+import { checkInside } from './checks';
 import { dict } from '../canvas/state';
 import type { IterationMemo, IterationParams } from './iteration';
 
@@ -13,12 +14,7 @@ export const iterationItem = defineComponent({
   name: 'IterationItem',
   params: z.looseObject({}),
   scopeEntry: true,
-  check(_p, scope) {
-    const parent = scope.parentOf(scope.componentId);
-    return parent !== undefined && scope.componentName(parent) !== 'Iteration'
-      ? [{ field: 'parent_id', message: 'an IterationItem must be inside an Iteration' }]
-      : [];
-  },
+  check: (_p, scope) => checkInside(scope, 'Iteration', 'an IterationItem must be inside an Iteration'),
   async invoke(_p, ctx) {
     const parent = ctx.parent();
     const memo = parent?.memo<IterationMemo>();

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { defineComponent } from '../canvas/component';
 import { ComponentError } from '../canvas/errors';
+import { checkInside } from './checks';
 import { loopCompare } from './conditions';
 import type { LoopMemo, LoopParams } from './loop';
 
@@ -13,12 +14,7 @@ export const loopItem = defineComponent({
   name: 'LoopItem',
   params: z.looseObject({}),
   scopeEntry: true,
-  check(_p, scope) {
-    const parent = scope.parentOf(scope.componentId);
-    return parent !== undefined && scope.componentName(parent) !== 'Loop'
-      ? [{ field: 'parent_id', message: 'a LoopItem must be inside a Loop' }]
-      : [];
-  },
+  check: (_p, scope) => checkInside(scope, 'Loop', 'a LoopItem must be inside a Loop'),
   async invoke(_p, ctx) {
     const parent = ctx.parent();
     const memo = parent?.memo<LoopMemo>();
