@@ -1,0 +1,18 @@
+/**
+ * The single table, defined once in table.json: serverless.yml's CloudFormation resource
+ * reads the same file (`${file(./lib/store/table.json)}`), and the local launcher creates the
+ * table from it. Key layout (every partition key starts with the tenant):
+ *
+ *   T#<tenant>                  KEY#<key id>        API key (hashed secret, scopes)
+ *   T#<tenant>#W#<workflow>     W | V#<version>     workflow head, immutable versions
+ *   T#<tenant>#S#<session>      T#<turn> | T#~      turn records, the session head (last)
+ *                               B#<sha256>[#<i>]    content-addressed blobs of the session
+ *   T#<tenant>#I#<key>          I                   idempotency record
+ *
+ * gsi1 lists workflows per tenant and sessions per workflow without reading their state.
+ */
+import definition from './table.json';
+
+export const TABLE_DEFINITION = definition;
+export const LISTING_INDEX = 'gsi1';
+export const TTL_ATTRIBUTE = 'ttl';
