@@ -33,6 +33,7 @@ import {
   type CanvasState,
   dict,
   type FormState,
+  type HistoryEntry,
   type PendingPrompt,
   readState,
   type RunStatus,
@@ -108,6 +109,7 @@ export class Canvas {
   private readonly services: Readonly<Record<string, unknown>>;
   private active = false;
   private usage: TurnUsage = emptyUsage();
+  private turnHistory: HistoryEntry[] = [];
   /** Set when a turn did not reach its end (a transient error, an abandoned generator). */
   private broken = false;
   /** Nodes whose `node_finished` waits for their streamed outputs to be read. */
@@ -198,19 +200,11 @@ export class Canvas {
    * `TransientError` thrown midway leaves this object unusable — reload the last saved state.
    */
   async *run(input: RunInput = {}): AsyncGenerator<CanvasEvent, void, undefined> {
-    const request = parseRunInput(input);
-    this.assertIdle();
-    const status = this.state.status;
-    if (this.isTerminal) throw new RunFinishedError(status);
-    const resuming = status === 'waiting_for_input';
-    const hasInputs = request.inputs !== undefined && Object.keys(request.inputs).length > 0;
-    if (!resuming && hasInputs && status !== 'not_started') throw new NotWaitingForInputError(status);
-    const targets = resuming ? (this.state.prompt?.component_ids ?? []) : [this.workflow.entryId];
-    const submission = request.inputs === undefined ? undefined : this.normalize(targets, request.inputs);
-
+    const { request, resuming, targets, submission } = this.prepare(input);
     this.active = true;
     this.broken = true;
     this.usage = emptyUsage();
+    this.turnHistory = [];
     try {
       const scope = this.scope(request.signal);
       const s = this.state;
@@ -233,6 +227,32 @@ export class Canvas {
     } finally {
       this.active = false;
     }
+  }
+
+  /**
+   * Checks a turn's input without running anything: the same errors `run()` would throw
+   * before changing state (malformed input, finished run, inputs not expected, wrong types).
+   */
+  check(input: RunInput = {}): void {
+    this.prepare(input);
+  }
+
+  private prepare(input: RunInput) {
+    const request = parseRunInput(input);
+    this.assertIdle();
+    const status = this.state.status;
+    if (this.isTerminal) throw new RunFinishedError(status);
+    const resuming = status === 'waiting_for_input';
+    const hasInputs = request.inputs !== undefined && Object.keys(request.inputs).length > 0;
+    if (!resuming && hasInputs && status !== 'not_started') throw new NotWaitingForInputError(status);
+    const targets = resuming ? (this.state.prompt?.component_ids ?? []) : [this.workflow.entryId];
+    const submission = request.inputs === undefined ? undefined : this.normalize(targets, request.inputs);
+    return { request, resuming, targets, submission };
+  }
+
+  /** Conversation entries the last turn added (its user query, the messages shown). */
+  get lastTurnHistory(): readonly HistoryEntry[] {
+    return this.turnHistory;
   }
 
   /** A `stop` turn: the run ends as `cancelled`. */
@@ -691,6 +711,7 @@ export class Canvas {
       random: () => this.random(),
       signal,
       services: this.services,
+      onHistory: (entry) => this.turnHistory.push(entry),
       recordUsage: (u) => {
         this.usage.prompt_tokens += u.prompt_tokens;
         this.usage.completion_tokens += u.completion_tokens;

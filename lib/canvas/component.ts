@@ -116,6 +116,8 @@ export interface ComponentDefinition<P = unknown> {
   /** Validates and normalises `obj.params`; unknown keys are tolerated as in RAGFlow. */
   readonly params: z.ZodType<P>;
   invoke(params: P, ctx: ComponentContext): Promise<ComponentResult> | ComponentResult;
+  /** How many past exchanges of the conversation it reads (an LLM's history window). */
+  historyWindow?(params: P): number;
   /** Ids the component may return in `next` besides its downstream (branch targets). */
   branchTargets?(params: P): readonly string[];
   /** Checks that need the rest of the DSL (branch targets exist, a child of the right kind). */

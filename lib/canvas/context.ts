@@ -16,7 +16,7 @@ import {
   splitTemplate,
   valueToText,
 } from './references';
-import { type CanvasState, dict, type NodeState } from './state';
+import { type CanvasState, dict, type HistoryEntry, type NodeState } from './state';
 import { TextStream } from './text-stream';
 
 /** The value of a reference that has no meaning where it is used (`{item}` outside an Iteration). */
@@ -32,6 +32,8 @@ export interface RunScope {
   readonly signal: AbortSignal;
   readonly services: Readonly<Record<string, unknown>>;
   recordUsage(usage: TokenUsage): void;
+  /** Told of every history entry added, so a store can keep per-turn deltas. */
+  onHistory?(entry: HistoryEntry): void;
 }
 
 export function nodeState(state: CanvasState, id: string): NodeState {
@@ -45,7 +47,9 @@ export function nodeState(state: CanvasState, id: string): NodeState {
 
 export function appendHistory(scope: RunScope, role: 'user' | 'assistant', content: string): void {
   const history = scope.state.history;
-  history.push([role, content]);
+  const entry: HistoryEntry = [role, content];
+  history.push(entry);
+  scope.onHistory?.(entry);
   if (history.length > scope.historyLimit) history.splice(0, history.length - scope.historyLimit);
 }
 

@@ -49,6 +49,8 @@ export interface Workflow {
   node(id: string): WorkflowNode;
   /** Whether `to` can be reached from `from` along edges (downstream, branches, error gotos). */
   reaches(from: string, to: string): boolean;
+  /** The most exchanges of conversation any component reads (0: none needs history). */
+  readonly historyWindow: number;
   /** Whether `id` is inside the body of `containerId`, at any depth. */
   isInside(id: string, containerId: string): boolean;
 }
@@ -324,9 +326,11 @@ function buildWorkflow(parsed: Map<string, ParsedEntry>, dsl: Record<string, unk
     return seen;
   };
 
+  const historyWindow = Math.max(0, ...[...nodes.values()].map((n) => n.definition.historyWindow?.(n.params) ?? 0));
   return {
     nodes,
     entryId,
+    historyWindow,
     globals: isRecord(dsl.globals) ? dsl.globals : {},
     variables: isRecord(dsl.variables) ? dsl.variables : {},
     node(id) {

@@ -13,6 +13,7 @@ import { isRecord } from '../canvas/references';
 import { TextStream } from '../canvas/text-stream';
 import type { ChatMessage, ChatModel, ToolCall, ToolSpec } from '../llm/types';
 import {
+  DEFAULT_HISTORY_WINDOW,
   buildMessages,
   completeCounted,
   llmParamsShape,
@@ -77,6 +78,7 @@ export const agent = defineComponent({
   name: 'Agent',
   params: agentParams,
   defaultOutput: 'content',
+  historyWindow: (p) => agentWindow(p),
   check(p) {
     const depth = toolDepth(p);
     return depth > MAX_AGENT_DEPTH
@@ -210,6 +212,10 @@ function parseArguments(text: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
+}
+
+function agentWindow(p: AgentParams): number {
+  return Math.max(p.message_history_window_size ?? DEFAULT_HISTORY_WINDOW, ...p.tools.map((t) => agentWindow(t.params)));
 }
 
 function toolDepth(p: AgentParams): number {

@@ -8,6 +8,7 @@ import { TextStream } from '../canvas/text-stream';
 import type { ChatModel, ChatOptions } from '../llm/types';
 import type { ComponentContext } from '../canvas/component';
 import {
+  DEFAULT_HISTORY_WINDOW,
   buildMessages,
   completeCounted,
   llmParams,
@@ -21,6 +22,7 @@ import { modelsOf } from './services';
 export const llm = defineComponent({
   name: 'LLM',
   params: llmParams,
+  historyWindow: (p) => p.message_history_window_size ?? DEFAULT_HISTORY_WINDOW,
   defaultOutput: 'content',
   async invoke(p, ctx) {
     const model = modelsOf(ctx).resolve(p.llm_id);
