@@ -8,7 +8,17 @@ import { checkLlmSettings, type LlmSettings } from './llm/models';
 import { DEFAULT_RETRY } from './llm/retry';
 import { parseAllowList } from './outbound/ssrf';
 
+export interface StoreConfig {
+  /** Unset: the AWS default endpoint (on Lambda) or a launched DynamoDB Local (locally). */
+  endpoint?: string;
+  table: string;
+  sessionTtlSeconds: number;
+  /** How long a turn's claim holds before another request may take the turn over. */
+  leaseMs: number;
+}
+
 export interface EaselConfig {
+  store: StoreConfig;
   llm: LlmSettings;
   /** Hosts and CIDRs tenant URLs may reach despite the SSRF guard. */
   ssrfAllow: string[];
@@ -25,23 +35,53 @@ export class ConfigError extends Error {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-export function readConfig(env: Env = process.env): EaselConfig {
+/** Only what the store needs (the stream consumer reads no more than this). */
+export function readStoreConfig(env: Env = process.env): StoreConfig {
   const problems: string[] = [];
+  const store = storeConfig(reader(env, problems));
+  if (problems.length > 0) throw new ConfigError(problems);
+  return store;
+}
+
+function storeConfig(r: Reader): StoreConfig {
+  const endpoint = r.get('EASEL_DYNAMODB_ENDPOINT');
+  return {
+    ...(endpoint ? { endpoint } : {}),
+    table: r.get('EASEL_DYNAMODB_TABLE') ?? 'easel-local',
+    sessionTtlSeconds: r.integer('EASEL_SESSION_TTL_DAYS', 30, 1, 3650) * 86_400,
+    leaseMs: r.integer('EASEL_TURN_LEASE_MS', 60_000, 1000, 3_600_000),
+  };
+}
+
+interface Reader {
+  get(name: string): string | undefined;
+  integer(name: string, fallback: number, min: number, max: number): number;
+}
+
+function reader(env: Env, problems: string[]): Reader {
   const get = (name: string): string | undefined => {
     const value = env[name]?.trim();
     return value === '' ? undefined : value;
   };
-  const integer = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = get(name);
-    if (raw === undefined) return fallback;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) {
-      problems.push(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
-      return fallback;
-    }
-    return n;
+  return {
+    get,
+    integer(name, fallback, min, max) {
+      const raw = get(name);
+      if (raw === undefined) return fallback;
+      const n = Number(raw);
+      if (!Number.isInteger(n) || n < min || n > max) {
+        problems.push(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+        return fallback;
+      }
+      return n;
+    },
   };
+}
 
+export function readConfig(env: Env = process.env): EaselConfig {
+  const problems: string[] = [];
+  const r = reader(env, problems);
+  const { get, integer } = r;
   const baseUrl = get('EASEL_LLM_BASE_URL');
   if (baseUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(baseUrl)) {
     problems.push('EASEL_LLM_BASE_URL must be an http(s) URL');
@@ -83,6 +123,7 @@ export function readConfig(env: Env = process.env): EaselConfig {
   }
 
   const config: EaselConfig = {
+    store: storeConfig(r),
     llm,
     ssrfAllow,
     stepBudgetTurn: integer('EASEL_STEP_BUDGET_TURN', DEFAULT_STEP_BUDGET_TURN, 1, 1_000_000),

@@ -1,0 +1,74 @@
+/**
+ * Thin wrappers over the document client: every SDK failure that is not a condition becomes
+ * `StoreUnavailableError` (transient: the turn commits nothing and can be retried), and a
+ * failed condition becomes `ConditionFailed` carrying the item as it was.
+ */
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { StoreUnavailableError } from './errors';
+
+export interface StoreContext {
+  doc: DynamoDBDocumentClient;
+  table: string;
+  /** Epoch ms. @default Date.now */
+  now?: () => number;
+  /** Told the capacity every call consumed (asks DynamoDB for it); for tests and benchmarks. */
+  onCapacity?: (operation: string, units: { read: number; write: number }) => void;
+}
+
+/** The parameter that asks DynamoDB to report consumed capacity, when someone listens. */
+export function capacityParam(ctx: StoreContext): { ReturnConsumedCapacity?: 'TOTAL' } {
+  return ctx.onCapacity ? { ReturnConsumedCapacity: 'TOTAL' } : {};
+}
+
+type Consumed = { CapacityUnits?: number };
+
+/** Passes a response's ConsumedCapacity (one or a list) to the listener. */
+export function reportCapacity(
+  ctx: StoreContext,
+  operation: string,
+  kind: 'read' | 'write',
+  consumed: Consumed | Consumed[] | undefined,
+): void {
+  if (!ctx.onCapacity || !consumed) return;
+  let units = 0;
+  for (const c of Array.isArray(consumed) ? consumed : [consumed]) units += c.CapacityUnits ?? 0;
+  ctx.onCapacity(operation, kind === 'read' ? { read: units, write: 0 } : { read: 0, write: units });
+}
+
+export class ConditionFailed extends Error {
+  constructor(readonly item: Record<string, unknown> | undefined) {
+    super('condition failed');
+  }
+}
+
+/** Runs one DynamoDB call, translating its failures. */
+export async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) {
+      throw new ConditionFailed(error.Item ? unmarshallLoose(error.Item) : undefined);
+    }
+    if (error instanceof TransactionCanceledException && error.CancellationReasons?.some((r) => r.Code === 'ConditionalCheckFailed')) {
+      throw new ConditionFailed(undefined);
+    }
+    throw new StoreUnavailableError(`the store could not ${what}: ${(error as Error).name ?? 'error'}`, { cause: error });
+  }
+}
+
+/** ALL_OLD images on a failed condition come back in attribute-value form. */
+function unmarshallLoose(item: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(item)) {
+    const av = v as Record<string, unknown>;
+    if ('S' in av) out[k] = av.S;
+    else if ('N' in av) out[k] = Number(av.N);
+    else if ('BOOL' in av) out[k] = av.BOOL;
+    else if ('B' in av) out[k] = av.B;
+    else if ('SS' in av) out[k] = av.SS;
+    else if ('NULL' in av) out[k] = null;
+    else out[k] = av;
+  }
+  return out;
+}

@@ -1,0 +1,44 @@
+/**
+ * What the store refuses, as typed errors carrying what the caller needs to answer: a lost race
+ * says which turn is current and in which status. Infrastructure failures (throttling, the
+ * network, DynamoDB 5xx) are `StoreUnavailableError`: transient, nothing was committed.
+ */
+import { EaselError, TransientError } from '../canvas/errors';
+
+export class NotFoundError extends EaselError {
+  constructor(readonly what: string) {
+    super('not_found', `${what} not found`);
+  }
+}
+
+/** The request named a turn that is not the current one, or another commit got there first. */
+export class TurnConflictError extends EaselError {
+  constructor(
+    readonly currentTurn: number,
+    readonly status: string,
+  ) {
+    super('turn_conflict', `the run is at turn ${currentTurn} (${status})`);
+  }
+}
+
+/** Another request holds the claim on the next turn. */
+export class TurnInProgressError extends EaselError {
+  constructor(
+    readonly currentTurn: number,
+    readonly status: string,
+  ) {
+    super('turn_in_progress', `turn ${currentTurn + 1} of this run is in progress`);
+  }
+}
+
+export class IdempotencyMismatchError extends EaselError {
+  constructor() {
+    super('idempotency_mismatch', 'this Idempotency-Key was used with a different request');
+  }
+}
+
+export class StoreUnavailableError extends TransientError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}

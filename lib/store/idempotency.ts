@@ -1,0 +1,77 @@
+/**
+ * Idempotency records: `T#<tenant>#I#<key>` -> the run and turn a request claimed, its claim
+ * token and the fingerprint of the normalized request. Written before the claim, so a second
+ * request with the same key finds it and waits for that turn instead of running its own; the
+ * stored turn record (committed by that token) holds the response to return.
+ */
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { call, capacityParam, ConditionFailed, reportCapacity, type StoreContext } from './dynamo';
+import { keys } from './item-keys';
+
+export const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
+
+export interface IdempotencyRecord {
+  key: string;
+  fingerprint: string;
+  sessionId: string;
+  turn: number;
+  token: string;
+  createdAt: number;
+}
+
+export async function getIdempotency(ctx: StoreContext, tenant: string, key: string): Promise<IdempotencyRecord | null> {
+  const { Item } = await call('read the idempotency record', () =>
+    ctx.doc.send(new GetCommand({ TableName: ctx.table, Key: { pk: keys.idempotency(tenant, key), sk: 'I' }, ConsistentRead: true })),
+  );
+  if (!Item || (typeof Item.ttl === 'number' && Item.ttl <= Math.floor((ctx.now ?? Date.now)() / 1000))) return null;
+  return {
+    key,
+    fingerprint: Item.fingerprint as string,
+    sessionId: Item.session_id as string,
+    turn: Item.turn as number,
+    token: Item.token as string,
+    createdAt: Item.created_at as number,
+  };
+}
+
+/**
+ * Records `record` for its key if the key is free, expired, or still held by `replacing` (the
+ * token of an attempt that never committed). Returns false when another request got the key.
+ */
+export async function putIdempotency(
+  ctx: StoreContext,
+  tenant: string,
+  record: IdempotencyRecord,
+  replacing: string | null,
+  ttlSeconds = IDEMPOTENCY_TTL_SECONDS,
+): Promise<boolean> {
+  const at = (ctx.now ?? Date.now)();
+  try {
+    await call('record the idempotency key', () =>
+      ctx.doc.send(new PutCommand({
+        TableName: ctx.table,
+        Item: {
+          pk: keys.idempotency(tenant, record.key),
+          sk: 'I',
+          kind: 'idempotency',
+          fingerprint: record.fingerprint,
+          session_id: record.sessionId,
+          turn: record.turn,
+          token: record.token,
+          created_at: record.createdAt,
+          ttl: Math.floor(at / 1000) + ttlSeconds,
+        },
+        ConditionExpression: replacing
+          ? '#token = :old OR #ttl <= :now'
+          : 'attribute_not_exists(pk) OR #ttl <= :now',
+        ExpressionAttributeNames: { '#ttl': 'ttl', ...(replacing ? { '#token': 'token' } : {}) },
+        ExpressionAttributeValues: { ':now': Math.floor(at / 1000), ...(replacing ? { ':old': replacing } : {}) },
+        ...capacityParam(ctx),
+      })).then((out) => reportCapacity(ctx, 'idempotency', 'write', out.ConsumedCapacity)),
+    );
+    return true;
+  } catch (error) {
+    if (error instanceof ConditionFailed) return false;
+    throw error;
+  }
+}

@@ -1,0 +1,23 @@
+/** Key builders: the one place that knows how items are addressed (see table.ts). */
+
+export const SESSION_HEAD_SK = 'T#~';
+export const TURN_PREFIX = 'T#';
+
+export const keys = {
+  tenant: (tenant: string) => `T#${tenant}`,
+  apiKey: (keyId: string) => `KEY#${keyId}`,
+  workflow: (tenant: string, workflowId: string) => `T#${tenant}#W#${workflowId}`,
+  version: (version: number) => `V#${String(version).padStart(6, '0')}`,
+  session: (tenant: string, sessionId: string) => `T#${tenant}#S#${sessionId}`,
+  turn: (turn: number) => `${TURN_PREFIX}${String(turn).padStart(8, '0')}`,
+  blob: (hash: string) => `B#${hash}`,
+  blobChunk: (hash: string, index: number) => `B#${hash}#${String(index).padStart(4, '0')}`,
+  idempotency: (tenant: string, key: string) => `T#${tenant}#I#${key}`,
+  /** gsi1: workflows of a tenant; sessions of a workflow. */
+  workflowList: (tenant: string) => `T#${tenant}#WF`,
+  sessionList: (tenant: string, workflowId: string) => `T#${tenant}#W#${workflowId}#S`,
+};
+
+export function turnFromSk(sk: string): number {
+  return Number(sk.slice(TURN_PREFIX.length));
+}

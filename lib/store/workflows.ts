@@ -1,0 +1,173 @@
+/**
+ * Workflows and their immutable numbered versions. The head `W` holds the name, the active and
+ * latest version numbers; each version `V#<n>` holds its DSL (compressed). Creating a version
+ * and moving the pointer happen in one transaction.
+ */
+import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { decode, encode } from './codec';
+import { call, ConditionFailed, type StoreContext } from './dynamo';
+import { EaselError } from '../canvas/errors';
+import { NotFoundError } from './errors';
+import { keys } from './item-keys';
+import { LISTING_INDEX } from './table';
+
+export interface Workflow {
+  tenant: string;
+  id: string;
+  name: string;
+  description: string;
+  activeVersion: number;
+  latestVersion: number;
+  deleted: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const iso = (ctx: StoreContext) => new Date((ctx.now ?? Date.now)()).toISOString();
+
+export async function createWorkflow(
+  ctx: StoreContext,
+  w: { tenant: string; id: string; name: string; description?: string; dsl: unknown },
+): Promise<Workflow> {
+  const at = iso(ctx);
+  const workflow: Workflow = { tenant: w.tenant, id: w.id, name: w.name, description: w.description ?? '', activeVersion: 1, latestVersion: 1, deleted: false, createdAt: at, updatedAt: at };
+  const pk = keys.workflow(w.tenant, w.id);
+  await call('create the workflow', () =>
+    ctx.doc.send(new TransactWriteCommand({
+      TransactItems: [
+        {
+          Put: {
+            TableName: ctx.table,
+            Item: { pk, sk: 'W', kind: 'workflow', id: w.id, tenant: w.tenant, name: w.name, description: workflow.description, active_version: 1, latest_version: 1, deleted: false, created_at: at, updated_at: at, gsi1pk: keys.workflowList(w.tenant), gsi1sk: `${at}#${w.id}` },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          },
+        },
+        { Put: { TableName: ctx.table, Item: versionItem(pk, 1, w.dsl, at) } },
+      ],
+    })),
+  );
+  return workflow;
+}
+
+/** Adds version latest+1; `activate` moves the active pointer to it in the same write. */
+export async function addVersion(ctx: StoreContext, tenant: string, id: string, dsl: unknown, activate: boolean): Promise<number> {
+  const current = await getWorkflow(ctx, tenant, id);
+  const next = current.latestVersion + 1;
+  const pk = keys.workflow(tenant, id);
+  const at = iso(ctx);
+  try {
+    await call('add the version', () =>
+      ctx.doc.send(new TransactWriteCommand({
+        TransactItems: [
+          {
+            Update: {
+              TableName: ctx.table,
+              Key: { pk, sk: 'W' },
+              UpdateExpression: `SET latest_version = :next, updated_at = :at${activate ? ', active_version = :next' : ''}`,
+              ConditionExpression: 'latest_version = :cur AND deleted = :no',
+              ExpressionAttributeValues: { ':next': next, ':cur': current.latestVersion, ':at': at, ':no': false },
+            },
+          },
+          { Put: { TableName: ctx.table, Item: versionItem(pk, next, dsl, at), ConditionExpression: 'attribute_not_exists(pk)' } },
+        ],
+      })),
+    );
+  } catch (error) {
+    // a concurrent writer took this number: try on top of theirs
+    if (error instanceof ConditionFailed) return addVersion(ctx, tenant, id, dsl, activate);
+    throw error;
+  }
+  return next;
+}
+
+export async function activateVersion(ctx: StoreContext, tenant: string, id: string, version: number): Promise<void> {
+  try {
+    await call('activate the version', () =>
+      ctx.doc.send(new UpdateCommand({
+        TableName: ctx.table,
+        Key: { pk: keys.workflow(tenant, id), sk: 'W' },
+        UpdateExpression: 'SET active_version = :v, updated_at = :at',
+        ConditionExpression: 'attribute_exists(pk) AND latest_version >= :v AND deleted = :no',
+        ExpressionAttributeValues: { ':v': version, ':at': iso(ctx), ':no': false },
+      })),
+    );
+  } catch (error) {
+    if (error instanceof ConditionFailed) throw new NotFoundError('workflow version');
+    throw error;
+  }
+}
+
+export async function getWorkflow(ctx: StoreContext, tenant: string, id: string): Promise<Workflow> {
+  const { Item } = await call('read the workflow', () =>
+    ctx.doc.send(new GetCommand({ TableName: ctx.table, Key: { pk: keys.workflow(tenant, id), sk: 'W' }, ConsistentRead: true })),
+  );
+  if (!Item) throw new NotFoundError('workflow');
+  return toWorkflow(Item);
+}
+
+/** A version's DSL. Versions are immutable, so callers may cache the result forever. */
+export async function getVersion(ctx: StoreContext, tenant: string, id: string, version: number): Promise<unknown> {
+  const { Item } = await call('read the workflow version', () =>
+    ctx.doc.send(new GetCommand({ TableName: ctx.table, Key: { pk: keys.workflow(tenant, id), sk: keys.version(version) } })),
+  );
+  if (!Item) throw new NotFoundError('workflow version');
+  return decode(Item.dsl as Uint8Array, new Map());
+}
+
+/** Marks the workflow deleted: no new runs; live runs keep their pinned version. */
+export async function deleteWorkflow(ctx: StoreContext, tenant: string, id: string): Promise<void> {
+  try {
+    await call('delete the workflow', () =>
+      ctx.doc.send(new UpdateCommand({
+        TableName: ctx.table,
+        Key: { pk: keys.workflow(tenant, id), sk: 'W' },
+        UpdateExpression: 'SET deleted = :yes, updated_at = :at REMOVE gsi1pk, gsi1sk',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: { ':yes': true, ':at': iso(ctx) },
+      })),
+    );
+  } catch (error) {
+    if (error instanceof ConditionFailed) throw new NotFoundError('workflow');
+    throw error;
+  }
+}
+
+export async function listWorkflows(ctx: StoreContext, tenant: string, limit: number, cursor?: Record<string, unknown>) {
+  const { Items = [], LastEvaluatedKey } = await call('list workflows', () =>
+    ctx.doc.send(new QueryCommand({
+      TableName: ctx.table,
+      IndexName: LISTING_INDEX,
+      KeyConditionExpression: 'gsi1pk = :pk',
+      ExpressionAttributeValues: { ':pk': keys.workflowList(tenant) },
+      ScanIndexForward: false,
+      Limit: limit,
+      ExclusiveStartKey: cursor,
+    })),
+  );
+  return { items: Items.map((i) => ({ id: i.id as string, name: i.name as string, createdAt: i.created_at as string, updatedAt: i.updated_at as string })), cursor: LastEvaluatedKey };
+}
+
+/** Compressed DSLs past this size are refused (DynamoDB's item limit is 400 KB). */
+export const MAX_STORED_DSL_BYTES = 350 * 1024;
+
+function versionItem(pk: string, version: number, dsl: unknown, at: string): Record<string, unknown> {
+  const bytes = Buffer.from(encode(dsl, Number.POSITIVE_INFINITY).bytes);
+  if (bytes.length > MAX_STORED_DSL_BYTES) {
+    throw new EaselError('payload_too_large', `the workflow DSL is too large to store (${Math.ceil(bytes.length / 1024)} KB compressed)`);
+  }
+  return { pk, sk: keys.version(version), kind: 'version', version, created_at: at, dsl: bytes };
+}
+
+function toWorkflow(item: Record<string, unknown>): Workflow {
+  return {
+    tenant: item.tenant as string,
+    id: item.id as string,
+    name: item.name as string,
+    description: (item.description as string) ?? '',
+    activeVersion: item.active_version as number,
+    latestVersion: item.latest_version as number,
+    deleted: item.deleted === true,
+    createdAt: item.created_at as string,
+    updatedAt: item.updated_at as string,
+  };
+}

@@ -1,0 +1,114 @@
+import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand, DescribeStreamCommand } from '@aws-sdk/client-dynamodb-streams';
+import { DeleteCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBStreamEvent } from 'aws-lambda';
+import { describe, expect, it } from 'vitest';
+import { handler } from '../../functions/session-cleanup';
+import { NotFoundError } from '../../lib/store/errors';
+import { keys } from '../../lib/store/item-keys';
+import { LOCAL_CREDENTIALS } from '../../lib/store/setup';
+import { deleteSession, listSessions, loadSession } from '../../lib/store/sessions';
+import { createRun, executeTurn } from '../../lib/turns/execute';
+import { fixture } from '../helpers/canvas';
+import { testTable } from '../helpers/dynamo';
+import { newTenant, newWorkflow, testEngine } from '../helpers/engine';
+
+const engine = testEngine();
+
+async function itemsOf(tenant: string, runId: string): Promise<string[]> {
+  const { doc, tableName } = testTable();
+  const { Items = [] } = await doc.send(new QueryCommand({ TableName: tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': keys.session(tenant, runId) } }));
+  return Items.map((i) => i.sk as string);
+}
+
+describe('session listing', () => {
+  it('lists a workflow’s sessions newest first, by user, page by page, and nothing of others', async () => {
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, fixture('form-intake'));
+    const otherWorkflow = await newWorkflow(engine, tenant, fixture('form-intake'));
+    const ids: string[] = [];
+    for (const user of ['ann', 'bob', 'ann']) {
+      ids.push((await createRun(engine, { tenant, workflowId, userId: user })).head.id);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await createRun(engine, { tenant, workflowId: otherWorkflow });
+    // the same workflow id in another tenant is another workflow
+    const stranger = newTenant();
+    await newWorkflow(engine, stranger, fixture('form-intake'), workflowId);
+    await createRun(engine, { tenant: stranger, workflowId });
+    await expect(createRun(engine, { tenant: newTenant(), workflowId })).rejects.toBeInstanceOf(NotFoundError);
+    await executeTurn(engine, { tenant, workflowId, runId: ids[0] as string, runInput: { query: 'hi' } });
+
+    const all = await listSessions(engine.store, tenant, workflowId, { limit: 10 });
+    expect(all.items.map((s) => s.id)).toEqual([...ids].reverse());
+    expect(all.items.find((s) => s.id === ids[0])).toMatchObject({ status: 'waiting_for_input', turn: 1, userId: 'ann', version: 1 });
+    const ann = await listSessions(engine.store, tenant, workflowId, { limit: 10, userId: 'ann' });
+    expect(ann.items.map((s) => s.id)).toEqual([ids[2], ids[0]]);
+    const page1 = await listSessions(engine.store, tenant, workflowId, { limit: 2 });
+    expect(page1.items).toHaveLength(2);
+    const page2 = await listSessions(engine.store, tenant, workflowId, { limit: 2, cursor: page1.cursor });
+    expect([...page1.items, ...page2.items].map((s) => s.id)).toEqual([...ids].reverse());
+  });
+});
+
+describe('session deletion and expiry', () => {
+  it('deletes every item of a session', async () => {
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, fixture('form-intake'));
+    const first = await executeTurn(engine, { tenant, workflowId, runInput: { query: 'hi' } });
+    const runId = first.response.run_id;
+    await executeTurn(engine, { tenant, workflowId, runId, runInput: { inputs: { name: 'A', age: 3, plan: 'free' } } });
+    expect((await itemsOf(tenant, runId)).length).toBe(3);
+    await deleteSession(engine.store, tenant, runId);
+    expect(await itemsOf(tenant, runId)).toEqual([]);
+    await expect(loadSession(engine.store, tenant, runId, 1)).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it('ignores an expired session in reads and listings before DynamoDB removes it', async () => {
+    const tenant = newTenant();
+    const short = { ...engine, sessionTtlSeconds: 1 };
+    const workflowId = await newWorkflow(engine, tenant, fixture('form-intake'));
+    const { head } = await createRun(short, { tenant, workflowId });
+    expect((await listSessions(engine.store, tenant, workflowId, { limit: 5 })).items).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    await expect(loadSession(engine.store, tenant, head.id, 1)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(executeTurn(engine, { tenant, workflowId, runId: head.id, runInput: {} })).rejects.toBeInstanceOf(NotFoundError);
+    expect((await listSessions(engine.store, tenant, workflowId, { limit: 5 })).items).toHaveLength(0);
+  });
+
+  it('cascades a removed head to the rest of its partition through the table stream', async () => {
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, fixture('form-intake'));
+    const first = await executeTurn(engine, { tenant, workflowId, runInput: { query: 'hi' } });
+    const runId = first.response.run_id;
+    expect((await itemsOf(tenant, runId)).length).toBe(2);
+
+    const { client, doc, tableName, endpoint } = testTable();
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    const streams = new DynamoDBStreamsClient({ endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS });
+    const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: Table?.LatestStreamArn }));
+    const iterators = await Promise.all(
+      (StreamDescription?.Shards ?? []).map(async (shard) =>
+        (await streams.send(new GetShardIteratorCommand({ StreamArn: Table?.LatestStreamArn, ShardId: shard.ShardId, ShardIteratorType: 'LATEST' }))).ShardIterator,
+      ),
+    );
+    // the head goes (as TTL would remove it); its turn record is left behind
+    await doc.send(new DeleteCommand({ TableName: tableName, Key: { pk: keys.session(tenant, runId), sk: 'T#~' } }));
+
+    const records: DynamoDBStreamEvent['Records'] = [];
+    for (let attempt = 0; attempt < 20 && records.length === 0; attempt++) {
+      for (const iterator of iterators) {
+        if (!iterator) continue;
+        const out = await streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
+        records.push(...((out.Records ?? []) as unknown as DynamoDBStreamEvent['Records']));
+      }
+      if (records.length === 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const ours = records.filter((r) => r.dynamodb?.Keys?.pk?.S === keys.session(tenant, runId));
+    expect(ours.map((r) => r.eventName)).toEqual(['REMOVE']);
+    const result = await handler({ Records: ours });
+    expect(result.batchItemFailures).toEqual([]);
+    expect(await itemsOf(tenant, runId)).toEqual([]);
+    streams.destroy();
+  });
+});

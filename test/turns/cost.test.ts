@@ -1,0 +1,140 @@
+/**
+ * Write cost per turn does not grow with the conversation: a 200-turn conversation with the
+ * same output every turn, consumed capacity as DynamoDB reports it (ReturnConsumedCapacity),
+ * cross-checked against the sizes of the items written. Also: a session that accumulates
+ * 10 MB of model output keeps working, with no item near DynamoDB's 400 KB limit.
+ */
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { itemSize } from '../../lib/store/sessions';
+import { keys } from '../../lib/store/item-keys';
+import type { StoreContext } from '../../lib/store/dynamo';
+import { executeTurn } from '../../lib/turns/execute';
+import { fixture } from '../helpers/canvas';
+import { newTenant, newWorkflow, testEngine, testStore } from '../helpers/engine';
+import { OpenAiServer } from '../llm/openai-server';
+
+let server: OpenAiServer;
+beforeAll(async () => {
+  server = await OpenAiServer.start();
+});
+afterAll(async () => {
+  await server.close();
+});
+
+interface Usage {
+  write: number;
+  read: number;
+  byOperation: Record<string, number>;
+}
+
+function metered(): { store: StoreContext; take(): Usage } {
+  let current: Usage = { write: 0, read: 0, byOperation: {} };
+  const store: StoreContext = {
+    ...testStore(),
+    onCapacity: (operation, units) => {
+      current.write += units.write;
+      current.read += units.read;
+      current.byOperation[operation] = (current.byOperation[operation] ?? 0) + units.write;
+    },
+  };
+  return {
+    store,
+    take() {
+      const used = current;
+      current = { write: 0, read: 0, byOperation: {} };
+      return used;
+    },
+  };
+}
+
+async function partitionItems(store: StoreContext, tenant: string, runId: string) {
+  const items: Record<string, unknown>[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await store.doc.send(new QueryCommand({ TableName: store.table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': keys.session(tenant, runId) }, ExclusiveStartKey: start }));
+    items.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return items;
+}
+
+describe('write cost per turn', () => {
+  it('is the same at turn 200 as at turn 2', async () => {
+    server.respond = () => ({ kind: 'text', text: 'The same answer every time, about seventy characters long, for this test.', chunks: 3 });
+    const meter = metered();
+    const engine = testEngine({ openaiUrl: server.url, store: meter.store });
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, fixture('llm-stream'));
+    let runId: string | undefined;
+    const cost: Record<number, Usage> = {};
+    for (let turn = 1; turn <= 200; turn++) {
+      meter.take();
+      const result = await executeTurn(engine, { tenant, workflowId, ...(runId ? { runId } : {}), runInput: { query: `question number ${String(turn).padStart(3, '0')}` } });
+      runId = result.response.run_id;
+      cost[turn] = meter.take();
+    }
+    const items = await partitionItems(meter.store, tenant, runId as string);
+    const record = (n: number) => items.find((i) => i.sk === keys.turn(n)) as Record<string, unknown>;
+    const head = items.find((i) => i.sk === 'T#~') as Record<string, unknown>;
+    const kb = (item: Record<string, unknown>) => Math.ceil(itemSize(item) / 1024);
+    const lines = [2, 50, 100, 200].map((n) => {
+      const c = cost[n] as Usage;
+      // the claim and the head update are charged on the head, the commit on the new record,
+      // and the head update writes the listing index once (its projected status/turn change)
+      const expected = kb(head) + kb(record(n)) + kb(head) + 1;
+      return { n, reported: c.write, expected, recordBytes: itemSize(record(n)), read: c.read, ops: c.byOperation };
+    });
+    for (const l of lines) {
+      console.log(`turn ${l.n}: ${l.reported} WCU reported (${JSON.stringify(l.ops)}), ${l.expected} WCU from item sizes (record ${l.recordBytes} B), ${l.read} RCU read`);
+    }
+    const at2 = lines[0] as (typeof lines)[number];
+    const at200 = lines[3] as (typeof lines)[number];
+    expect(at200.reported).toBeLessThanOrEqual(at2.reported * 1.1);
+    expect(at200.recordBytes).toBeLessThanOrEqual(at2.recordBytes * 1.1);
+    for (const l of lines) expect(l.reported).toBe(l.expected);
+  }, 120_000);
+
+  it('keeps a session with 10 MB of model output working, every item under 350 KB', async () => {
+    // text that does not compress away: 200 KB of pseudo-random words per answer
+    let seed = 12345;
+    const word = () => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed.toString(36);
+    };
+    const answers = new Map<number, string>();
+    const big = (k: number) => {
+      let text = answers.get(k);
+      if (text === undefined) {
+        const words: string[] = [];
+        for (let size = 0; size < 200 * 1024; ) {
+          const w = word();
+          words.push(w);
+          size += w.length + 1;
+        }
+        text = `${k}: ${words.join(' ')}`;
+        answers.set(k, text);
+      }
+      return text;
+    };
+    let n = 0;
+    server.respond = () => ({ kind: 'text', text: big(++n), chunks: 8 });
+    const store = testStore();
+    const engine = testEngine({ openaiUrl: server.url, store });
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, fixture('llm-stream'));
+    let runId: string | undefined;
+    let last;
+    for (let turn = 1; turn <= 52; turn++) {
+      last = await executeTurn(engine, { tenant, workflowId, ...(runId ? { runId } : {}), runInput: { query: `q${turn}` } });
+      runId = last.response.run_id;
+    }
+    expect(last?.response.outputs?.content).toBe(big(52));
+    expect(last?.response.turn_number).toBe(52);
+    const items = await partitionItems(store, tenant, runId as string);
+    const largest = Math.max(...items.map(itemSize));
+    const total = items.reduce((sum, i) => sum + itemSize(i), 0);
+    console.log(`10 MB session: ${items.length} items, ${(total / 1024).toFixed(0)} KB stored (compressed), largest item ${(largest / 1024).toFixed(1)} KB`);
+    expect(largest).toBeLessThan(350 * 1024);
+  }, 120_000);
+});
