@@ -17,8 +17,29 @@ export interface StoreConfig {
   leaseMs: number;
 }
 
+export interface HttpConfig {
+  maxBodyBytes: number;
+  maxResponseBytes: number;
+  maxJsonDepth: number;
+  /** Largest value of one form field or query. */
+  maxFieldBytes: number;
+  /** Components allowed in an uploaded DSL. */
+  maxDslNodes: number;
+}
+
+export interface SecretsConfig {
+  /** `{secret.NAME}` values given directly (EASEL_SECRET_<NAME>); locally. */
+  values: Record<string, string>;
+  /** `{secret.NAME}` -> an SSM parameter name (EASEL_SSM_SECRETS), read at run time on AWS. */
+  parameters: Record<string, string>;
+  /** The SSM parameter holding the LLM API key (EASEL_LLM_API_KEY_PARAMETER). */
+  llmApiKeyParameter?: string;
+}
+
 export interface EaselConfig {
   store: StoreConfig;
+  http: HttpConfig;
+  secrets: SecretsConfig;
   llm: LlmSettings;
   /** Hosts and CIDRs tenant URLs may reach despite the SSRF guard. */
   ssrfAllow: string[];
@@ -122,8 +143,34 @@ export function readConfig(env: Env = process.env): EaselConfig {
     problems.push(`EASEL_SSRF_ALLOW: ${(error as Error).message.replace(/^SSRF allow list:\s*/, '')}`);
   }
 
+  const secrets: SecretsConfig = { values: {}, parameters: {} };
+  for (const [name, value] of Object.entries(env)) {
+    const m = /^EASEL_SECRET_([A-Za-z0-9_]+)$/.exec(name);
+    if (m?.[1] && value) secrets.values[m[1]] = value;
+  }
+  const ssmSecrets = get('EASEL_SSM_SECRETS');
+  if (ssmSecrets !== undefined) {
+    try {
+      const parsed: unknown = JSON.parse(ssmSecrets);
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed) || !Object.values(parsed).every((v) => typeof v === 'string')) throw new Error('not a map');
+      secrets.parameters = parsed as Record<string, string>;
+    } catch {
+      problems.push('EASEL_SSM_SECRETS must be a JSON object mapping secret names to SSM parameter names');
+    }
+  }
+  const keyParameter = get('EASEL_LLM_API_KEY_PARAMETER');
+  if (keyParameter) secrets.llmApiKeyParameter = keyParameter;
+
   const config: EaselConfig = {
     store: storeConfig(r),
+    http: {
+      maxBodyBytes: integer('EASEL_MAX_BODY_BYTES', 1024 * 1024, 1024, 6 * 1024 * 1024),
+      maxResponseBytes: integer('EASEL_MAX_RESPONSE_BYTES', 256 * 1024, 1024, 6 * 1024 * 1024),
+      maxJsonDepth: integer('EASEL_MAX_JSON_DEPTH', 64, 4, 512),
+      maxFieldBytes: integer('EASEL_MAX_FIELD_BYTES', 64 * 1024, 64, 1024 * 1024),
+      maxDslNodes: integer('EASEL_MAX_DSL_NODES', 500, 1, 5000),
+    },
+    secrets,
     llm,
     ssrfAllow,
     stepBudgetTurn: integer('EASEL_STEP_BUDGET_TURN', DEFAULT_STEP_BUDGET_TURN, 1, 1_000_000),

@@ -72,7 +72,12 @@ const exceptionSchema = z.looseObject({
 });
 
 /** Compiles a DSL, or throws a `DslValidationError` listing every problem found. */
-export function compileWorkflow(dsl: unknown, registry: ComponentRegistry): Workflow {
+export function compileWorkflow(
+  dsl: unknown,
+  registry: ComponentRegistry,
+  limits: { maxComponents?: number } = {},
+): Workflow {
+  const maxComponents = limits.maxComponents ?? DSL_LIMITS.maxComponents;
   const problems: DslProblem[] = [];
   if (!isRecord(dsl)) throw new DslValidationError([{ message: 'the DSL must be a JSON object' }]);
   const rawComponents = dsl.components;
@@ -82,10 +87,8 @@ export function compileWorkflow(dsl: unknown, registry: ComponentRegistry): Work
     ]);
   }
   const entries = Object.entries(rawComponents);
-  if (entries.length > DSL_LIMITS.maxComponents) {
-    throw new DslValidationError([
-      { field: 'components', message: `at most ${DSL_LIMITS.maxComponents} components are allowed` },
-    ]);
+  if (entries.length > maxComponents) {
+    throw new DslValidationError([{ field: 'components', message: `at most ${maxComponents} components are allowed` }]);
   }
 
   const displayNames = readDisplayNames(dsl.graph);

@@ -11,7 +11,7 @@ import type { RetryPolicy } from './retry';
 import type { ChatEvent, ChatModel, ChatOptions, ChatProvider } from './types';
 
 export interface LlmSettings {
-  openai?: { baseUrl: string; apiKey?: string };
+  openai?: { baseUrl: string; apiKey?: string | (() => Promise<string | undefined>) };
   bedrock?: { region: string; endpoint?: string };
   /** A model spec. */
   defaultModel: string;

@@ -11,7 +11,8 @@ import type { ChatEvent, ChatProvider, ChatRequest, ToolCall, Usage } from './ty
 
 export interface OpenAiOptions {
   baseUrl: string;
-  apiKey?: string;
+  /** The key, or where to get it at run time (e.g. an SSM parameter, cached by the reader). */
+  apiKey?: string | (() => Promise<string | undefined>);
   timeoutMs: number;
   retry: RetryPolicy;
   /** Extra headers, e.g. an organization id. Not for secrets other than the key. */
@@ -20,15 +21,16 @@ export interface OpenAiOptions {
 
 export function createOpenAiProvider(options: OpenAiOptions): ChatProvider {
   const url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    accept: 'text/event-stream',
-    ...options.headers,
-    ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+  const base: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream', ...options.headers };
+  const headers = async (): Promise<Record<string, string>> => {
+    const key = typeof options.apiKey === 'function' ? await options.apiKey() : options.apiKey;
+    return key ? { ...base, authorization: `Bearer ${key}` } : base;
   };
   return {
     name: 'openai',
-    chat: (request) => retrying(() => attempt(url, headers, request, options.timeoutMs), options.retry, request.signal),
+    chat: (request) => retrying(async function* () {
+      yield* attempt(url, await headers(), request, options.timeoutMs);
+    }, options.retry, request.signal),
   };
 }
 

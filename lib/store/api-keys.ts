@@ -1,9 +1,14 @@
 /**
- * API keys of a tenant, stored hashed: `T#<tenant>` / `KEY#<key id>`. The secret itself is
- * never stored; a presented key is found by its id and checked against the hash.
+ * API keys, stored hashed. Two items per key, written together:
+ *
+ *   KEYHASH#<sha256 of the secret>  K          what authentication reads: tenant, scope, workflows
+ *   T#<tenant>                      KEY#<id>   the tenant's list of keys (with the hash, to revoke)
+ *
+ * The hash item is the one key item not under its tenant: a presented key is all a request
+ * has before it knows its tenant. Neither item holds the secret.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { createHash } from 'node:crypto';
+import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { call, ConditionFailed, type StoreContext } from './dynamo';
 import { NotFoundError } from './errors';
 import { keys } from './item-keys';
@@ -21,41 +26,60 @@ export interface ApiKey {
   revokedAt: string | null;
 }
 
-/** Secrets are 256-bit random strings, so a plain SHA-256 is a sound way to keep them. */
+/** Secrets are long random strings (or an operator's chosen key), kept as SHA-256 only. */
 export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
 }
 
-export async function putApiKey(ctx: StoreContext, key: Omit<ApiKey, 'revokedAt'> & { secretHash: string }): Promise<void> {
-  await call('store the API key', () =>
-    ctx.doc.send(new PutCommand({
-      TableName: ctx.table,
-      Item: {
-        pk: keys.tenant(key.tenant),
-        sk: keys.apiKey(key.id),
-        kind: 'api_key',
-        id: key.id,
-        tenant: key.tenant,
-        name: key.name,
-        scope: key.scope,
-        workflow_ids: key.workflowIds,
-        secret_hash: key.secretHash,
-        created_at: key.createdAt,
-      },
-      ConditionExpression: 'attribute_not_exists(pk)',
-    })),
-  );
+const hashKey = (hash: string) => ({ pk: `KEYHASH#${hash}`, sk: 'K' });
+
+/** Stores a key. Returns false when a key with this secret already exists (nothing written). */
+export async function putApiKey(ctx: StoreContext, key: Omit<ApiKey, 'revokedAt'> & { secretHash: string }): Promise<boolean> {
+  const attributes = {
+    kind: 'api_key',
+    id: key.id,
+    tenant: key.tenant,
+    name: key.name,
+    scope: key.scope,
+    workflow_ids: key.workflowIds,
+    created_at: key.createdAt,
+  };
+  try {
+    await call('store the API key', () =>
+      ctx.doc.send(new TransactWriteCommand({
+        TransactItems: [
+          { Put: { TableName: ctx.table, Item: { ...hashKey(key.secretHash), ...attributes }, ConditionExpression: 'attribute_not_exists(pk)' } },
+          {
+            Put: {
+              TableName: ctx.table,
+              Item: { pk: keys.tenant(key.tenant), sk: keys.apiKey(key.id), ...attributes, secret_hash: key.secretHash },
+              ConditionExpression: 'attribute_not_exists(pk)',
+            },
+          },
+        ],
+      })),
+    );
+    return true;
+  } catch (error) {
+    if (error instanceof ConditionFailed) return false;
+    throw error;
+  }
 }
 
-/** The key if `secret` matches its hash and it is not revoked; otherwise null. */
-export async function verifyApiKey(ctx: StoreContext, tenant: string, id: string, secret: string): Promise<ApiKey | null> {
+/** The key a presented secret stands for, unless unknown or revoked. */
+export async function findApiKey(ctx: StoreContext, secret: string): Promise<ApiKey | null> {
+  const { Item } = await call('read the API key', () =>
+    ctx.doc.send(new GetCommand({ TableName: ctx.table, Key: hashKey(hashSecret(secret)), ConsistentRead: true })),
+  );
+  if (!Item || Item.revoked_at) return null;
+  return toKey(Item);
+}
+
+export async function getApiKey(ctx: StoreContext, tenant: string, id: string): Promise<ApiKey> {
   const { Item } = await call('read the API key', () =>
     ctx.doc.send(new GetCommand({ TableName: ctx.table, Key: { pk: keys.tenant(tenant), sk: keys.apiKey(id) }, ConsistentRead: true })),
   );
-  if (!Item || Item.revoked_at) return null;
-  const expected = Buffer.from(Item.secret_hash as string, 'hex');
-  const actual = Buffer.from(hashSecret(secret), 'hex');
-  if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) return null;
+  if (!Item) throw new NotFoundError('API key');
   return toKey(Item);
 }
 
@@ -78,20 +102,22 @@ export async function listApiKeys(ctx: StoreContext, tenant: string): Promise<Ap
 }
 
 export async function revokeApiKey(ctx: StoreContext, tenant: string, id: string, at = new Date().toISOString()): Promise<void> {
-  try {
-    await call('revoke the API key', () =>
-      ctx.doc.send(new UpdateCommand({
-        TableName: ctx.table,
-        Key: { pk: keys.tenant(tenant), sk: keys.apiKey(id) },
-        UpdateExpression: 'SET revoked_at = if_not_exists(revoked_at, :at)',
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeValues: { ':at': at },
-      })),
-    );
-  } catch (error) {
-    if (error instanceof ConditionFailed) throw new NotFoundError('API key');
-    throw error;
-  }
+  const { Item } = await call('read the API key', () =>
+    ctx.doc.send(new GetCommand({ TableName: ctx.table, Key: { pk: keys.tenant(tenant), sk: keys.apiKey(id) }, ConsistentRead: true })),
+  );
+  if (!Item) throw new NotFoundError('API key');
+  const update = {
+    UpdateExpression: 'SET revoked_at = if_not_exists(revoked_at, :at)',
+    ExpressionAttributeValues: { ':at': at },
+  };
+  await call('revoke the API key', () =>
+    ctx.doc.send(new TransactWriteCommand({
+      TransactItems: [
+        { Update: { TableName: ctx.table, Key: hashKey(Item.secret_hash as string), ...update } },
+        { Update: { TableName: ctx.table, Key: { pk: keys.tenant(tenant), sk: keys.apiKey(id) }, ...update } },
+      ],
+    })),
+  );
 }
 
 function toKey(item: Record<string, unknown>): ApiKey {

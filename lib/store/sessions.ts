@@ -342,7 +342,7 @@ export async function listSessions(
   ctx: StoreContext,
   tenant: string,
   workflowId: string,
-  options: { limit: number; cursor?: Record<string, unknown>; userId?: string; oldestFirst?: boolean },
+  options: { limit: number; cursor?: Record<string, unknown>; userId?: string; status?: string; oldestFirst?: boolean },
 ): Promise<{ items: SessionSummary[]; cursor: Record<string, unknown> | undefined }> {
   const nowSec = Math.floor(now(ctx) / 1000);
   const filters = ['(attribute_not_exists(#ttl) OR #ttl > :now)'];
@@ -350,6 +350,10 @@ export async function listSessions(
   if (options.userId !== undefined) {
     filters.push('user_id = :user');
     values[':user'] = options.userId;
+  }
+  if (options.status !== undefined) {
+    filters.push('#status = :status');
+    values[':status'] = options.status;
   }
   const items: SessionSummary[] = [];
   let cursor = options.cursor;
@@ -361,7 +365,7 @@ export async function listSessions(
         IndexName: LISTING_INDEX,
         KeyConditionExpression: 'gsi1pk = :pk',
         FilterExpression: filters.join(' AND '),
-        ExpressionAttributeNames: { '#ttl': 'ttl' },
+        ExpressionAttributeNames: { '#ttl': 'ttl', ...(options.status !== undefined ? { '#status': 'status' } : {}) },
         ExpressionAttributeValues: values,
         ScanIndexForward: options.oldestFirst === true,
         Limit: options.limit - items.length,

@@ -150,6 +150,31 @@ export async function listWorkflows(ctx: StoreContext, tenant: string, limit: nu
 /** Compressed DSLs past this size are refused (DynamoDB's item limit is 400 KB). */
 export const MAX_STORED_DSL_BYTES = 350 * 1024;
 
+export interface VersionSummary {
+  version: number;
+  createdAt: string;
+}
+
+/** Every version of a workflow, oldest first, without their DSLs. */
+export async function listVersions(ctx: StoreContext, tenant: string, id: string): Promise<VersionSummary[]> {
+  const out: VersionSummary[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await call('list versions', () =>
+      ctx.doc.send(new QueryCommand({
+        TableName: ctx.table,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :v)',
+        ExpressionAttributeValues: { ':pk': keys.workflow(tenant, id), ':v': 'V#' },
+        ProjectionExpression: 'version, created_at',
+        ExclusiveStartKey: start,
+      })),
+    );
+    out.push(...(page.Items ?? []).map((i) => ({ version: i.version as number, createdAt: i.created_at as string })));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return out;
+}
+
 function versionItem(pk: string, version: number, dsl: unknown, at: string): Record<string, unknown> {
   const bytes = Buffer.from(encode(dsl, Number.POSITIVE_INFINITY).bytes);
   if (bytes.length > MAX_STORED_DSL_BYTES) {

@@ -245,6 +245,7 @@ async function runAndCommit(engine: TurnEngine, request: TurnRequest, prepared: 
     status: state.status,
     turn: claim.turn,
     terminal: canvas.isTerminal,
+    waitingFor: canvas.prompt?.component_ids ?? [],
     events,
     usage: canvas.lastTurnUsage,
     createdAt: new Date(now(engine)).toISOString(),
@@ -311,6 +312,10 @@ async function resolveWorkflow(engine: TurnEngine, tenant: string, workflowId: s
 }
 
 /** Versions are immutable: a compiled version is kept for the life of the process. */
+export async function compiledVersion(engine: TurnEngine, tenant: string, workflowId: string, version: number): Promise<Workflow> {
+  return compiled(engine, tenant, workflowId, version);
+}
+
 async function compiled(engine: TurnEngine, tenant: string, workflowId: string, version: number): Promise<Workflow> {
   const cacheKey = `${tenant}/${workflowId}/${version}`;
   const hit = compiledCache.get(cacheKey);

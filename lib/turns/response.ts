@@ -5,24 +5,32 @@
  */
 import type { CanvasEvent, FieldView, RunStatus, TurnUsage } from '../canvas';
 
+/** What the run waits for: the form's component, its tips and the fields still needed. */
 export interface NextInputHint {
-  fields: Record<string, FieldView>;
+  component_id: string;
   tips: string;
+  inputs: Record<string, FieldView>;
 }
 
+/** The native API's execute response; stored as it was first returned. */
 export interface TurnResponse {
   run_id: string;
   workflow_id: string;
   version: number;
   status: RunStatus;
   turn_number: number;
+  is_waiting_for_input: boolean;
   /** The turn ended a pass of the workflow (finished, failed, cancelled or aborted). */
   is_completed: boolean;
   /** The run accepts no further turn. */
   is_terminal: boolean;
-  outputs: Record<string, unknown> | null;
-  next_input_hint: NextInputHint | null;
   error: { code: string; message: string; component_id?: string } | null;
+  next_input_hint: NextInputHint | null;
+  /** Easel runs no companion threads. */
+  has_active_companions: false;
+  /** Timers or async turns pending for the run. */
+  has_background_work: boolean;
+  outputs: Record<string, unknown> | null;
   usage: TurnUsage;
   events: CanvasEvent[];
   created_at: string;
@@ -53,6 +61,8 @@ export function buildResponse(args: {
   status: RunStatus;
   turn: number;
   terminal: boolean;
+  /** The forms the run waits for, when it does. */
+  waitingFor: readonly string[];
   events: readonly CanvasEvent[];
   usage: TurnUsage;
   createdAt: string;
@@ -64,13 +74,21 @@ export function buildResponse(args: {
     version: args.version,
     status: args.status,
     turn_number: args.turn,
-    is_completed: ['completed', 'failed', 'cancelled', 'aborted_looping_risk'].includes(args.status),
+    is_waiting_for_input: args.status === 'waiting_for_input',
+    is_completed: COMPLETED.has(args.status),
     is_terminal: args.terminal,
-    outputs: end?.event === 'workflow_finished' ? end.data.outputs : null,
-    next_input_hint: end?.event === 'user_inputs' ? { fields: end.data.inputs, tips: end.data.tips } : null,
     error: end?.event === 'workflow_failed' ? end.data.error : null,
+    next_input_hint:
+      end?.event === 'user_inputs'
+        ? { component_id: args.waitingFor[0] ?? '', tips: end.data.tips, inputs: end.data.inputs }
+        : null,
+    has_active_companions: false,
+    has_background_work: false,
+    outputs: end?.event === 'workflow_finished' ? end.data.outputs : null,
     usage: args.usage,
     events: mergeMessageDeltas(args.events),
     created_at: args.createdAt,
   };
 }
+
+const COMPLETED = new Set<RunStatus>(['completed', 'failed', 'cancelled', 'aborted_looping_risk']);

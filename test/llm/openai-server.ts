@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 
 export type Reply =
-  | { kind: 'text'; text: string; chunks?: number; stream?: boolean }
+  | { kind: 'text'; text: string; chunks?: number; stream?: boolean; delayMs?: number }
   | { kind: 'tools'; calls: { name: string; arguments: Record<string, unknown> }[]; text?: string; stream?: boolean }
   | { kind: 'status'; status: number; message?: string; headers?: Record<string, string> }
   | { kind: 'stall' };
@@ -99,9 +99,10 @@ export class OpenAiServer {
         const base = { id: 'chunk', object: 'chat.completion.chunk', model: body.model };
         send({ ...base, choices: [{ index: 0, delta: { role: 'assistant' }, finish_reason: null }] });
         const pieces = split(text, reply.kind === 'text' ? (reply.chunks ?? 3) : 1);
+        const delay = reply.kind === 'text' ? (reply.delayMs ?? 0) : 0;
         for (const piece of pieces) {
           send({ ...base, choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
-          await new Promise((resolve) => setImmediate(resolve));
+          await new Promise((resolve) => (delay > 0 ? setTimeout(resolve, delay) : setImmediate(resolve)));
         }
         calls.forEach((c, index) => {
           // arguments arrive in two fragments, as real providers send them

@@ -1,0 +1,128 @@
+/**
+ * The one Hono app behind every entry point: the Node server of `npm start`, API Gateway's
+ * HTTP API (`handle`) and a Lambda Function URL in streaming mode (`streamHandle`).
+ *
+ * @example
+ *   const app = createApp(buildDeps(readConfig()));
+ *   serve({ fetch: app.fetch, port: 3000 });
+ */
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
+import type { TurnEngine } from '../turns/execute';
+import type { Authenticator, Principal } from './auth';
+import { errorResponse, HttpError, INTERNAL_ERROR } from './errors';
+import { registerExecuteRoutes } from './routes/execute';
+import { registerKeyRoutes } from './routes/keys';
+import { registerRunRoutes } from './routes/runs';
+import { registerWorkflowRoutes } from './routes/workflows';
+
+export interface HttpLimits {
+  /** Request bodies. @default 1 MiB */
+  maxBodyBytes: number;
+  /** Nesting of JSON bodies. @default 64 */
+  maxJsonDepth: number;
+  /** Execute responses past this carry `events_truncated`. @default 256 KiB */
+  maxResponseBytes: number;
+}
+
+export const DEFAULT_LIMITS: HttpLimits = { maxBodyBytes: 1024 * 1024, maxJsonDepth: 64, maxResponseBytes: 256 * 1024 };
+
+export interface Logger {
+  info(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+export interface AppDeps {
+  engine: TurnEngine;
+  auth: Authenticator;
+  limits?: Partial<HttpLimits>;
+  logger?: Logger;
+  /** Where key secrets are made; injectable for tests. */
+  newSecret?: () => string;
+  /** Largest form value or query. @default 64 KiB */
+  maxFieldBytes?: number;
+  /** Components allowed in an uploaded DSL. @default 500 */
+  maxDslNodes?: number;
+}
+
+export type AppEnv = { Variables: { principal: Principal } };
+export type App = OpenAPIHono<AppEnv>;
+
+export function createApp(deps: AppDeps): App {
+  const limits = { ...DEFAULT_LIMITS, ...deps.limits };
+  const app: App = new OpenAPIHono<AppEnv>({
+    defaultHook: (result) => {
+      if (result.success) return;
+      const issue = result.error.issues[0];
+      const field = issue?.path.join('.') || 'body';
+      throw new HttpError('invalid_request', `${field}: ${issue?.message ?? 'invalid'}`, {
+        fields: result.error.issues.map((i) => ({ field: i.path.join('.'), message: i.message })),
+      });
+    },
+  });
+
+  app.onError((error, c) => {
+    const mapped = errorResponse(error);
+    // the rest of an oversized body is never read: the connection cannot be reused
+    if (mapped?.status === 413) c.header('connection', 'close');
+    if (mapped) return c.json(mapped.body, mapped.status as 400);
+    if (error instanceof HTTPException && error.status < 500) {
+      return c.json({ code: 'invalid_request', error: error.message || 'invalid request' }, 400);
+    }
+    deps.logger?.error('unhandled error', { error: error instanceof Error ? error.message : String(error), path: c.req.path });
+    return c.json(INTERNAL_ERROR, 500);
+  });
+  app.notFound((c) => c.json({ code: 'not_found', error: 'no such route' }, 404));
+
+  app.get('/health', (c) => c.json({ status: 'ok' }));
+
+  app.use('/workflows/v1/*', bodyLimit({
+    maxSize: limits.maxBodyBytes,
+    onError: () => {
+      throw new HttpError('payload_too_large', `the request body is over ${limits.maxBodyBytes} bytes`);
+    },
+  }));
+  app.use('/workflows/v1/*', async (c, next) => {
+    c.set('principal', await deps.auth.authenticate(c.req.header('authorization')));
+    if (c.req.method === 'POST' || c.req.method === 'PUT') await checkJson(c.req.raw.clone(), limits.maxJsonDepth);
+    await next();
+  });
+
+  registerKeyRoutes(app, deps);
+  registerWorkflowRoutes(app, deps);
+  registerExecuteRoutes(app, deps, limits);
+  registerRunRoutes(app, deps);
+
+  app.doc31('/openapi.json', {
+    openapi: '3.1.0',
+    info: { title: 'Easel', version: '1', description: 'Pausable RAGFlow-format workflows as multi-turn sessions.' },
+  });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
+  return app;
+}
+
+/** Malformed JSON and hostile nesting are refused before any handler parses the body. */
+async function checkJson(request: Request, maxDepth: number): Promise<void> {
+  const text = await request.text();
+  if (text.trim() === '') return;
+  const type = request.headers.get('content-type') ?? '';
+  if (!type.includes('json')) return;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (inString) {
+      if (ch === '\\') i++;
+      else if (ch === '"') inString = false;
+    } else if (ch === '"') inString = true;
+    else if (ch === '{' || ch === '[') {
+      if (++depth > maxDepth) throw new HttpError('invalid_request', `the JSON body nests deeper than ${maxDepth} levels`);
+    } else if (ch === '}' || ch === ']') depth--;
+  }
+  try {
+    JSON.parse(text);
+  } catch {
+    throw new HttpError('invalid_request', 'the body is not valid JSON');
+  }
+}

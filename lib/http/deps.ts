@@ -1,0 +1,58 @@
+/**
+ * Everything the app needs, built from the configuration: the DynamoDB clients, the model
+ * resolver, the SSRF guard, secrets, the turn engine and the authenticator. Used by the Lambda
+ * entry points and the local server alike, so both run the same wiring.
+ */
+import { builtinComponents } from '../components';
+import { services } from '../components/services';
+import type { EaselConfig } from '../config';
+import { createModelResolver } from '../llm/models';
+import { SsrfGuard } from '../outbound/ssrf';
+import { createDynamoClients } from '../store/setup';
+import type { TurnEngine } from '../turns/execute';
+import type { AppDeps, Logger } from './app';
+import { createAuthenticator } from './auth';
+
+/** Reads SSM parameters (decrypted, cached five minutes); loaded only when configured. */
+async function ssmParameter(name: string): Promise<string | undefined> {
+  const { getParameter } = await import('@aws-lambda-powertools/parameters/ssm');
+  return getParameter(name, { decrypt: true, maxAge: 300 });
+}
+
+export function buildDeps(config: EaselConfig, options: { logger?: Logger } = {}): AppDeps {
+  const { doc } = createDynamoClients(config.store.endpoint ? { endpoint: config.store.endpoint } : {});
+  const store = { doc, table: config.store.table };
+  const llm = config.llm.openai && config.secrets.llmApiKeyParameter
+    ? { ...config.llm, openai: { ...config.llm.openai, apiKey: () => ssmParameter(config.secrets.llmApiKeyParameter as string) } }
+    : config.llm;
+  // SSM-held secrets are fetched ahead (Invoke fills headers synchronously) and refreshed by the cache
+  const fetched = new Map<string, string>();
+  const refresh = async () => {
+    await Promise.all(Object.entries(config.secrets.parameters).map(async ([name, parameter]) => {
+      const value = await ssmParameter(parameter);
+      if (value !== undefined) fetched.set(name, value);
+    }));
+  };
+  if (Object.keys(config.secrets.parameters).length > 0) void refresh().catch((error: unknown) => options.logger?.error('could not read secrets', { error: String(error) }));
+  const engine: TurnEngine = {
+    store,
+    registry: builtinComponents,
+    services: services({
+      models: createModelResolver(llm),
+      guard: new SsrfGuard({ allow: config.ssrfAllow }),
+      secret: (name) => config.secrets.values[name] ?? fetched.get(name),
+    }),
+    leaseMs: config.store.leaseMs,
+    sessionTtlSeconds: config.store.sessionTtlSeconds,
+    stepBudgetTurn: config.stepBudgetTurn,
+    stepBudgetRun: config.stepBudgetRun,
+  };
+  return {
+    engine,
+    auth: createAuthenticator(store),
+    limits: { maxBodyBytes: config.http.maxBodyBytes, maxResponseBytes: config.http.maxResponseBytes, maxJsonDepth: config.http.maxJsonDepth },
+    maxFieldBytes: config.http.maxFieldBytes,
+    maxDslNodes: config.http.maxDslNodes,
+    ...(options.logger ? { logger: options.logger } : {}),
+  };
+}

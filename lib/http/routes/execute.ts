@@ -1,0 +1,123 @@
+/**
+ * POST /workflows/{id}/execute — one turn. JSON by default; with `Accept: text/event-stream`
+ * the engine's events stream as they happen and the stream ends with `turn_response` (the
+ * committed body) or `turn_error` (nothing above was committed). The turn runs and commits
+ * whether or not the client stays.
+ */
+import { createRoute, z } from '@hono/zod-openapi';
+import type { CanvasEvent } from '../../canvas';
+import { executeTurn, type TurnRequest, type TurnResult } from '../../turns/execute';
+import type { App, AppDeps, HttpLimits } from '../app';
+import { requireWorkflow } from '../auth';
+import { errorResponse, HttpError, INTERNAL_ERROR } from '../errors';
+import { track } from '../inflight';
+import { ErrorSchema, ExecuteBody, IDEMPOTENCY_KEY, TurnResponseSchema, WORKFLOW_ID } from '../schemas';
+import { eventStream, SSE_HEADERS } from '../sse';
+
+const errorJson = (description: string) => ({ description, content: { 'application/json': { schema: ErrorSchema } } });
+
+export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimits): void {
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/workflows/v1/workflows/{id}/execute',
+      summary: 'Run one turn: start a run, answer its form, send a query, or stop it',
+      request: {
+        params: z.object({ id: WORKFLOW_ID }),
+        query: z.object({ version: z.coerce.number().int().min(1).optional() }),
+        headers: z.object({ 'idempotency-key': IDEMPOTENCY_KEY.optional() }),
+        body: { content: { 'application/json': { schema: ExecuteBody } }, required: false },
+      },
+      responses: {
+        200: {
+          description: 'the committed turn (JSON), or its events as SSE ending with turn_response / turn_error',
+          content: { 'application/json': { schema: TurnResponseSchema }, 'text/event-stream': { schema: z.string() } },
+        },
+        400: errorJson('invalid request'),
+        404: errorJson('no such workflow or run'),
+        409: errorJson('turn_conflict, turn_in_progress, run_finished or not_waiting_for_input'),
+        422: errorJson('invalid_inputs or idempotency_mismatch'),
+        503: errorJson('unavailable: nothing was committed, retry with the same Idempotency-Key'),
+      },
+    }),
+    async (c) => {
+      const principal = c.get('principal');
+      const { id } = c.req.valid('param');
+      requireWorkflow(principal, id);
+      const body = (c.req.valid('json') as z.output<typeof ExecuteBody> | undefined) ?? {};
+      const { command, ...runInput } = body.run_input ?? {};
+      const request: TurnRequest = {
+        tenant: principal.tenant,
+        workflowId: id,
+        ...(body.run_id ? { runId: body.run_id } : {}),
+        ...(body.turn_number !== undefined ? { turnNumber: body.turn_number } : {}),
+        ...(c.req.valid('query').version !== undefined ? { version: c.req.valid('query').version } : {}),
+        ...(body.run_input ? { runInput } : {}),
+        ...(command ? { command } : {}),
+        ...(c.req.valid('header')['idempotency-key'] ? { idempotencyKey: c.req.valid('header')['idempotency-key'] } : {}),
+      };
+      checkFieldSizes(body.run_input, deps.maxFieldBytes ?? 64 * 1024);
+      const streaming = (c.req.header('accept') ?? '').includes('text/event-stream');
+      if (!streaming) {
+        const result = await executeTurn(deps.engine, request);
+        return c.body(capped(result.body, limits.maxResponseBytes), 200, { 'content-type': 'application/json' });
+      }
+      return streamTurn(deps, request);
+    },
+  );
+}
+
+/** No single form value or query may be larger than `max` bytes. */
+function checkFieldSizes(runInput: { query?: string; inputs?: Record<string, unknown> } | undefined, max: number): void {
+  const check = (field: string, value: unknown) => {
+    const size = Buffer.byteLength(typeof value === 'string' ? value : (JSON.stringify(value) ?? ''));
+    if (size > max) throw new HttpError('payload_too_large', `${field} is ${size} bytes; at most ${max} are accepted`, { field });
+  };
+  if (runInput?.query !== undefined) check('run_input.query', runInput.query);
+  for (const [name, value] of Object.entries(runInput?.inputs ?? {})) check(`run_input.inputs.${name}`, value);
+}
+
+/** Responses over the cap keep everything but the events, which the turn record holds. */
+export function capped(body: string, maxBytes: number): string {
+  if (Buffer.byteLength(body) <= maxBytes) return body;
+  const parsed = JSON.parse(body) as Record<string, unknown>;
+  return JSON.stringify({ ...parsed, events: [], events_truncated: true });
+}
+
+/**
+ * Headers wait for the first event, so a turn refused before it starts (404, 409, 422) gets a
+ * plain error status; once events flow, the outcome comes in the last frame.
+ */
+async function streamTurn(deps: AppDeps, request: TurnRequest): Promise<Response> {
+  const sse = eventStream();
+  let started: () => void = () => undefined;
+  const firstEvent = new Promise<void>((resolve) => {
+    started = resolve;
+  });
+  const turn: Promise<TurnResult> = executeTurn(deps.engine, {
+    ...request,
+    onEvent(event: CanvasEvent) {
+      started();
+      sse.send(event.event, event.data);
+    },
+  });
+  track(turn);
+  const early = await Promise.race([firstEvent.then(() => undefined), turn.then((r) => ({ ok: r }), (e: unknown) => ({ error: e }))]);
+  if (early && 'error' in early) throw early.error;
+  void turn.then(
+    (result) => {
+      // a replayed turn streams its stored events
+      if (result.replayed) for (const e of result.response.events) sse.send(e.event, e.data);
+      sse.send('turn_response', result.body);
+      sse.close();
+    },
+    (error: unknown) => {
+      const mapped = errorResponse(error);
+      if (!mapped) deps.logger?.error('turn failed', { error: error instanceof Error ? error.message : String(error) });
+      const body = mapped?.body ?? INTERNAL_ERROR;
+      sse.send('turn_error', { code: body.code, error: body.error, current_turn_number: body.current_turn_number ?? null });
+      sse.close();
+    },
+  );
+  return new Response(sse.stream, { status: 200, headers: SSE_HEADERS });
+}

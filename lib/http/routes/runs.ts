@@ -1,0 +1,134 @@
+/** Runs (sessions): listing, reading, their committed turns (also replayed as SSE), deletion. */
+import { createRoute, z } from '@hono/zod-openapi';
+import { RUN_STATUSES } from '../../canvas';
+import { keys } from '../../store/item-keys';
+import { listSessions } from '../../store/sessions';
+import { deleteRun, describeRun, runTurn, runTurns } from '../../turns/runs';
+import type { App, AppDeps } from '../app';
+import { requireWorkflow } from '../auth';
+import { decodeCursor, encodeCursor } from '../cursor';
+import { HttpError } from '../errors';
+import { ErrorSchema, Limit, Page, RUN_ID, RunSummarySchema, WORKFLOW_ID } from '../schemas';
+import { frame, SSE_HEADERS } from '../sse';
+
+const json = <S extends z.ZodType>(schema: S, description: string) => ({ description, content: { 'application/json': { schema } } });
+const errors = { 400: json(ErrorSchema, 'invalid request'), 404: json(ErrorSchema, 'not found') };
+const RunParam = z.object({ run_id: RUN_ID });
+
+const TurnItem = z
+  .object({ turn_number: z.number().int(), status: z.string(), created_at: z.string(), request: z.unknown(), response: z.unknown() })
+  .openapi('Turn');
+
+export function registerRunRoutes(app: App, deps: AppDeps): void {
+  const { engine } = deps;
+  /** The run, if the key may see it: another tenant's or another workflow's run is "not found". */
+  const visibleRun = async (c: { get(k: 'principal'): import('../auth').Principal }, runId: string) => {
+    const principal = c.get('principal');
+    const run = await describeRun(engine, principal.tenant, runId);
+    requireWorkflow(principal, run.workflow_id);
+    return run;
+  };
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/workflows/v1/workflow-runs',
+      summary: 'Runs of a workflow, newest first',
+      request: {
+        query: z.object({
+          workflow_id: WORKFLOW_ID,
+          status: z.enum([...RUN_STATUSES, 'started', 'paused']).optional(),
+          user_id: z.string().max(256).optional(),
+          limit: Limit,
+          cursor: z.string().max(2048).optional(),
+        }),
+      },
+      responses: { 200: json(Page(RunSummarySchema), 'runs'), ...errors },
+    }),
+    async (c) => {
+      const principal = c.get('principal');
+      const q = c.req.valid('query');
+      requireWorkflow(principal, q.workflow_id);
+      // `started` and `paused` are accepted as filters and never produced
+      if (q.status === 'started' || q.status === 'paused') return c.json({ items: [], next_cursor: null }, 200);
+      const listing = keys.sessionList(principal.tenant, q.workflow_id);
+      const page = await listSessions(engine.store, principal.tenant, q.workflow_id, {
+        limit: q.limit,
+        cursor: decodeCursor(q.cursor, { attribute: 'gsi1pk', value: listing }),
+        ...(q.user_id !== undefined ? { userId: q.user_id } : {}),
+        ...(q.status !== undefined ? { status: q.status } : {}),
+      });
+      return c.json({
+        items: page.items.map((s) => ({
+          run_id: s.id,
+          workflow_id: s.workflowId,
+          version: s.version,
+          status: s.status,
+          turn_number: s.turn,
+          user_id: s.userId,
+          created_at: s.createdAt,
+          updated_at: s.updatedAt,
+        })),
+        next_cursor: encodeCursor(page.cursor),
+      }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({ method: 'get', path: '/workflows/v1/workflow-runs/{run_id}', summary: 'A run: status, current turn, what it waits for', request: { params: RunParam }, responses: { 200: json(RunSummarySchema, 'the run'), ...errors } }),
+    async (c) => c.json(await visibleRun(c, c.req.valid('param').run_id), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/workflows/v1/workflow-runs/{run_id}/turns',
+      summary: 'Committed turns, oldest first',
+      request: { params: RunParam, query: z.object({ limit: Limit, cursor: z.string().regex(/^\d{1,8}$/).optional() }) },
+      responses: { 200: json(Page(TurnItem), 'turns'), ...errors },
+    }),
+    async (c) => {
+      const { run_id } = c.req.valid('param');
+      const { limit, cursor } = c.req.valid('query');
+      await visibleRun(c, run_id);
+      const after = cursor ? Number(cursor) : 0;
+      const { items, more } = await runTurns(engine, c.get('principal').tenant, run_id, after, limit);
+      return c.json({
+        items: items.map((t) => ({ ...t, response: JSON.parse(t.response) as unknown })),
+        next_cursor: more && items.length > 0 ? String(items.at(-1)?.turn_number) : null,
+      }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/workflows/v1/workflow-runs/{run_id}/turns/{n}',
+      summary: 'One committed turn; `?format=sse` replays its events as SSE',
+      request: { params: RunParam.extend({ n: z.coerce.number().int().min(1) }), query: z.object({ format: z.enum(['json', 'sse']).default('json') }) },
+      responses: { 200: { description: 'the turn', content: { 'application/json': { schema: TurnItem }, 'text/event-stream': { schema: z.string() } } }, ...errors },
+    }),
+    async (c) => {
+      const { run_id, n } = c.req.valid('param');
+      await visibleRun(c, run_id);
+      const turn = await runTurn(engine, c.get('principal').tenant, run_id, n);
+      if (!turn) throw new HttpError('not_found', 'turn not found');
+      if (c.req.valid('query').format === 'sse') {
+        const response = JSON.parse(turn.response) as { events: { event: string; data: unknown }[] };
+        const frames = [...response.events.map((e) => frame(e.event, e.data)), frame('turn_response', turn.response)];
+        return new Response(new Blob(frames), { status: 200, headers: SSE_HEADERS });
+      }
+      return c.json({ ...turn, response: JSON.parse(turn.response) as unknown }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({ method: 'delete', path: '/workflows/v1/workflow-runs/{run_id}', summary: 'Delete a run and all it stored', request: { params: RunParam }, responses: { 204: { description: 'deleted' }, ...errors } }),
+    async (c) => {
+      const { run_id } = c.req.valid('param');
+      await visibleRun(c, run_id);
+      await deleteRun(engine, c.get('principal').tenant, run_id);
+      return c.body(null, 204);
+    },
+  );
+}

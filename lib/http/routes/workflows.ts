@@ -1,0 +1,174 @@
+/** Workflows and their versions. Every DSL is compiled (validated) before it is stored. */
+import { randomBytes } from 'node:crypto';
+import { createRoute, z } from '@hono/zod-openapi';
+import { compileWorkflow } from '../../canvas';
+import {
+  activateVersion,
+  addVersion,
+  createWorkflow,
+  deleteWorkflow,
+  getWorkflow,
+  listVersions,
+  listWorkflows,
+  type Workflow as StoredWorkflow,
+} from '../../store/workflows';
+import { NotFoundError } from '../../store/errors';
+import { keys } from '../../store/item-keys';
+import type { App, AppDeps } from '../app';
+import { requireAdmin, requireWorkflow } from '../auth';
+import { decodeCursor, encodeCursor } from '../cursor';
+import { CreateVersion, CreateWorkflow, Cursor, ErrorSchema, Limit, Page, Workflow, WORKFLOW_ID } from '../schemas';
+
+const json = <S extends z.ZodType>(schema: S, description: string) => ({ description, content: { 'application/json': { schema } } });
+const errors = { 400: json(ErrorSchema, 'invalid request or DSL'), 404: json(ErrorSchema, 'not found') };
+const IdParam = z.object({ id: WORKFLOW_ID });
+
+export function workflowView(w: StoredWorkflow) {
+  return {
+    id: w.id,
+    name: w.name,
+    description: w.description,
+    version: w.activeVersion,
+    active_version: w.activeVersion,
+    latest_version: w.latestVersion,
+    created_at: w.createdAt,
+    updated_at: w.updatedAt,
+  };
+}
+
+export function registerWorkflowRoutes(app: App, deps: AppDeps): void {
+  const { store, registry } = deps.engine;
+  const live = async (tenant: string, id: string) => {
+    const w = await getWorkflow(store, tenant, id);
+    if (w.deleted) throw new NotFoundError('workflow');
+    return w;
+  };
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/workflows/v1/workflows',
+      summary: 'Create a workflow from a RAGFlow DSL (version 1, active)',
+      request: { body: { content: { 'application/json': { schema: CreateWorkflow } }, required: true } },
+      responses: { 201: json(Workflow, 'created'), ...errors },
+    }),
+    async (c) => {
+      const principal = c.get('principal');
+      requireAdmin(principal);
+      const body = c.req.valid('json');
+      compileWorkflow(body.dsl, registry, { maxComponents: deps.maxDslNodes ?? 500 });
+      const created = await createWorkflow(store, {
+        tenant: principal.tenant,
+        id: `wf_${randomBytes(8).toString('hex')}`,
+        name: body.name,
+        ...(body.description ? { description: body.description } : {}),
+        dsl: body.dsl,
+      });
+      return c.json(workflowView(created), 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/workflows/v1/workflows',
+      summary: 'List workflows, newest first',
+      request: { query: z.object({ limit: Limit, cursor: Cursor }) },
+      responses: { 200: json(Page(z.looseObject({ id: z.string(), name: z.string() })), 'workflows') },
+    }),
+    async (c) => {
+      const principal = c.get('principal');
+      const { limit, cursor } = c.req.valid('query');
+      const page = await listWorkflows(store, principal.tenant, limit, decodeCursor(cursor, { attribute: 'gsi1pk', value: keys.workflowList(principal.tenant) }));
+      const items = page.items
+        .filter((w) => principal.scope === 'admin' || principal.workflowIds.includes(w.id))
+        .map((w) => ({ id: w.id, name: w.name, created_at: w.createdAt, updated_at: w.updatedAt }));
+      return c.json({ items, next_cursor: encodeCursor(page.cursor) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({ method: 'get', path: '/workflows/v1/workflows/{id}', summary: 'A workflow', request: { params: IdParam }, responses: { 200: json(Workflow, 'the workflow'), ...errors } }),
+    async (c) => {
+      const principal = c.get('principal');
+      const { id } = c.req.valid('param');
+      requireWorkflow(principal, id);
+      return c.json(workflowView(await live(principal.tenant, id)), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/workflows/v1/workflows/{id}/versions',
+      summary: 'Add a version (activated unless activate is false)',
+      request: { params: IdParam, body: { content: { 'application/json': { schema: CreateVersion } }, required: true } },
+      responses: { 201: json(z.object({ version: z.number().int(), active_version: z.number().int() }), 'created'), ...errors },
+    }),
+    async (c) => {
+      const principal = c.get('principal');
+      requireAdmin(principal);
+      const { id } = c.req.valid('param');
+      const body = c.req.valid('json');
+      await live(principal.tenant, id);
+      compileWorkflow(body.dsl, registry, { maxComponents: deps.maxDslNodes ?? 500 });
+      const version = await addVersion(store, principal.tenant, id, body.dsl, body.activate);
+      const after = await getWorkflow(store, principal.tenant, id);
+      return c.json({ version, active_version: after.activeVersion }, 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/workflows/v1/workflows/{id}/versions',
+      summary: 'The versions of a workflow',
+      request: { params: IdParam },
+      responses: { 200: json(z.object({ items: z.array(z.object({ version: z.number().int(), created_at: z.string(), active: z.boolean() })) }), 'versions'), ...errors },
+    }),
+    async (c) => {
+      const principal = c.get('principal');
+      const { id } = c.req.valid('param');
+      requireWorkflow(principal, id);
+      const w = await live(principal.tenant, id);
+      const versions = await listVersions(store, principal.tenant, id);
+      return c.json({ items: versions.map((v) => ({ version: v.version, created_at: v.createdAt, active: v.version === w.activeVersion })) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/workflows/v1/workflows/{id}/versions/{n}/activate',
+      summary: 'Make a version the one new runs start on (rollback: activate an older one)',
+      request: { params: IdParam.extend({ n: z.coerce.number().int().min(1) }) },
+      responses: { 200: json(Workflow, 'the workflow'), ...errors },
+    }),
+    async (c) => {
+      const principal = c.get('principal');
+      requireAdmin(principal);
+      const { id, n } = c.req.valid('param');
+      await live(principal.tenant, id);
+      await activateVersion(store, principal.tenant, id, n);
+      return c.json(workflowView(await getWorkflow(store, principal.tenant, id)), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/workflows/v1/workflows/{id}',
+      summary: 'Delete a workflow: no new runs; live runs continue on their version',
+      request: { params: IdParam },
+      responses: { 204: { description: 'deleted' }, ...errors },
+    }),
+    async (c) => {
+      const principal = c.get('principal');
+      requireAdmin(principal);
+      const { id } = c.req.valid('param');
+      await live(principal.tenant, id);
+      await deleteWorkflow(store, principal.tenant, id);
+      return c.body(null, 204);
+    },
+  );
+}

@@ -1,0 +1,94 @@
+/**
+ * Request and response schemas of the native API (zod 4), from which the OpenAPI 3.1 document
+ * is generated. Requests are strict about types and lenient about unknown fields.
+ */
+import { z } from '@hono/zod-openapi';
+
+export const RUN_ID = z.string().regex(/^[0-9a-f]{32}$/, '32 lowercase hex characters').openapi({ example: '7f3c9a0e5b1d4e2f8a6b0c9d1e2f3a4b' });
+export const WORKFLOW_ID = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, '1-64 letters, digits, "_" or "-"');
+export const IDEMPOTENCY_KEY = z.string().regex(/^[A-Za-z0-9_.:-]{1,255}$/, '1-255 characters of A-Z a-z 0-9 _ . : -');
+
+export const ErrorSchema = z
+  .looseObject({ code: z.string(), error: z.string() })
+  .openapi('Error', { description: 'Every error: a stable code, a message, and details where they help (fields, problems, current_turn_number).' });
+
+export const CreateWorkflow = z
+  .object({
+    name: z.string().min(1).max(200),
+    description: z.string().max(2000).optional(),
+    dsl: z.record(z.string(), z.unknown()).openapi({ description: 'A RAGFlow canvas DSL: {components, globals, ...}' }),
+  })
+  .openapi('CreateWorkflow');
+
+export const Workflow = z
+  .looseObject({
+    id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    version: z.number().int(),
+    active_version: z.number().int(),
+    latest_version: z.number().int(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .openapi('Workflow');
+
+export const CreateVersion = z
+  .object({ dsl: z.record(z.string(), z.unknown()), activate: z.boolean().default(true) })
+  .openapi('CreateVersion');
+
+export const RunInput = z
+  .looseObject({
+    query: z.string().max(100_000).optional(),
+    inputs: z.record(z.string(), z.unknown()).optional().openapi({ description: 'Form values, raw or as {type, value}' }),
+    command: z.enum(['stop']).optional(),
+    files: z.array(z.unknown()).optional(),
+    user_id: z.string().max(256).optional(),
+  })
+  .openapi('RunInput');
+
+export const ExecuteBody = z
+  .object({
+    run_id: RUN_ID.optional(),
+    turn_number: z.number().int().min(0).optional(),
+    run_input: RunInput.optional(),
+  })
+  .openapi('ExecuteRequest');
+
+export const TurnResponseSchema = z
+  .looseObject({
+    run_id: z.string(),
+    status: z.string(),
+    turn_number: z.number().int(),
+    events: z.array(z.looseObject({ event: z.string(), data: z.unknown() })),
+    is_waiting_for_input: z.boolean(),
+    is_completed: z.boolean(),
+    is_terminal: z.boolean(),
+    error: z.unknown().nullable(),
+    next_input_hint: z.unknown().nullable(),
+    has_active_companions: z.boolean(),
+    has_background_work: z.boolean(),
+  })
+  .openapi('TurnResponse');
+
+export const RunSummarySchema = z
+  .looseObject({ run_id: z.string(), workflow_id: z.string(), status: z.string(), turn_number: z.number().int() })
+  .openapi('Run');
+
+export const Page = (item: z.ZodType) => z.object({ items: z.array(item), next_cursor: z.string().nullable() });
+
+export const CreateKey = z
+  .object({
+    name: z.string().min(1).max(200),
+    scope: z.enum(['admin', 'execute']),
+    workflow_ids: z.array(WORKFLOW_ID).max(100).default([]),
+  })
+  .refine((k) => k.scope === 'admin' || k.workflow_ids.length > 0, { path: ['workflow_ids'], message: 'an execute key needs at least one workflow' })
+  .openapi('CreateKey');
+
+export const KeySchema = z
+  .looseObject({ id: z.string(), name: z.string(), scope: z.string(), workflow_ids: z.array(z.string()), created_at: z.string(), revoked_at: z.string().nullable() })
+  .openapi('ApiKey');
+
+export const Cursor = z.string().max(2048).optional();
+export const Limit = z.coerce.number().int().min(1).max(100).default(20);

@@ -1,0 +1,86 @@
+/**
+ * The app served for tests: a real Node HTTP server on 127.0.0.1 (as `npm start` serves it),
+ * with an admin key for a fresh tenant. Requests go through `fetch`.
+ */
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { createApp, type AppDeps } from '../../lib/http/app';
+import { createAuthenticator } from '../../lib/http/auth';
+import { hashSecret, putApiKey } from '../../lib/store/api-keys';
+import type { TurnEngine } from '../../lib/turns/execute';
+import { newTenant } from './engine';
+
+export interface Served {
+  url: string;
+  tenant: string;
+  adminKey: string;
+  engine: TurnEngine;
+  /** Registers another key of `tenant` and returns its secret. */
+  addKey(tenant: string, scope: 'admin' | 'execute', workflowIds?: string[]): Promise<string>;
+  call(method: string, path: string, options?: { key?: string | null; body?: unknown; raw?: string; headers?: Record<string, string> }): Promise<{ status: number; headers: Headers; text: string; json: any }>;
+  close(): Promise<void>;
+}
+
+export async function serveApp(engine: TurnEngine, overrides: Partial<AppDeps> = {}): Promise<Served> {
+  const app = createApp({ engine, auth: createAuthenticator(engine.store, { cacheMs: 0 }), ...overrides });
+  const server: ServerType = await new Promise((resolve) => {
+    const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const addKey = async (tenant: string, scope: 'admin' | 'execute', workflowIds: string[] = []) => {
+    const secret = `test-${scope}-${randomBytes(16).toString('hex')}`;
+    await putApiKey(engine.store, { tenant, id: randomBytes(8).toString('hex'), name: scope, scope, workflowIds, createdAt: new Date().toISOString(), secretHash: hashSecret(secret) });
+    return secret;
+  };
+  const tenant = newTenant();
+  const adminKey = await addKey(tenant, 'admin');
+  return {
+    url,
+    tenant,
+    adminKey,
+    engine,
+    addKey,
+    async call(method, path, options = {}) {
+      const headers: Record<string, string> = { ...options.headers };
+      const key = options.key === undefined ? adminKey : options.key;
+      if (key) headers.authorization = `Bearer ${key}`;
+      let body: string | undefined = options.raw;
+      if (options.body !== undefined) {
+        body = JSON.stringify(options.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      if (options.raw !== undefined) headers['content-type'] ??= 'application/json';
+      const res = await fetch(`${url}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+      const text = await res.text();
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+      return { status: res.status, headers: res.headers, text, json };
+    },
+    async close() {
+      server.close();
+    },
+  };
+}
+
+/** Parses an SSE body into its frames. */
+export function sseFrames(text: string): { event: string; data: any }[] {
+  return text
+    .split('\n\n')
+    .filter((block) => block.trim() !== '')
+    .map((block) => {
+      const event = /^event: (.*)$/m.exec(block)?.[1] ?? 'message';
+      const data = /^data: (.*)$/m.exec(block)?.[1] ?? '';
+      let parsed: unknown = data;
+      try {
+        parsed = JSON.parse(data);
+      } catch {
+        // not JSON
+      }
+      return { event, data: parsed };
+    });
+}
