@@ -25,6 +25,8 @@ export interface HttpConfig {
   maxFieldBytes: number;
   /** Components allowed in an uploaded DSL. */
   maxDslNodes: number;
+  /** Uploaded files (Lambda's 6 MB request cap and base64 keep this at 4 MB at most there). */
+  maxFileBytes: number;
 }
 
 export interface SecretsConfig {
@@ -169,6 +171,7 @@ export function readConfig(env: Env = process.env): EaselConfig {
       maxJsonDepth: integer('EASEL_MAX_JSON_DEPTH', 64, 4, 512),
       maxFieldBytes: integer('EASEL_MAX_FIELD_BYTES', 64 * 1024, 64, 1024 * 1024),
       maxDslNodes: integer('EASEL_MAX_DSL_NODES', 500, 1, 5000),
+      maxFileBytes: integer('EASEL_MAX_FILE_BYTES', 4 * 1024 * 1024, 1024, 4 * 1024 * 1024),
     },
     secrets,
     llm,

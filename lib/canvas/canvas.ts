@@ -250,6 +250,12 @@ export class Canvas {
     return { request, resuming, targets, submission };
   }
 
+  /** The fields a turn's `inputs` would answer now: the waiting forms', or Begin's on a new pass. */
+  inputFields(): { componentId: string; field: FormField }[] {
+    const targets = this.state.status === 'waiting_for_input' ? (this.state.prompt?.component_ids ?? []) : [this.workflow.entryId];
+    return targets.flatMap((componentId) => this.fields(componentId).map((field) => ({ componentId, field })));
+  }
+
   /** Conversation entries the last turn added (its user query, the messages shown). */
   get lastTurnHistory(): readonly HistoryEntry[] {
     return this.turnHistory;

@@ -13,6 +13,7 @@ import type { TurnEngine } from '../turns/execute';
 import type { Authenticator, Principal } from './auth';
 import { errorResponse, HttpError, INTERNAL_ERROR } from './errors';
 import { registerExecuteRoutes } from './routes/execute';
+import { registerFileRoutes } from './routes/files';
 import { registerKeyRoutes } from './routes/keys';
 import { registerRunRoutes } from './routes/runs';
 import { registerWorkflowRoutes } from './routes/workflows';
@@ -44,6 +45,8 @@ export interface AppDeps {
   maxFieldBytes?: number;
   /** Components allowed in an uploaded DSL. @default 500 */
   maxDslNodes?: number;
+  /** Uploaded files. @default 4 MiB */
+  maxFileBytes?: number;
 }
 
 export type AppEnv = { Variables: { principal: Principal } };
@@ -77,12 +80,14 @@ export function createApp(deps: AppDeps): App {
 
   app.get('/health', (c) => c.json({ status: 'ok' }));
 
-  app.use('/workflows/v1/*', bodyLimit({
+  const jsonBodyLimit = bodyLimit({
     maxSize: limits.maxBodyBytes,
     onError: () => {
       throw new HttpError('payload_too_large', `the request body is over ${limits.maxBodyBytes} bytes`);
     },
-  }));
+  });
+  // uploads have their own, larger limit (routes/files.ts)
+  app.use('/workflows/v1/*', (c, next) => (c.req.path === '/workflows/v1/files' ? next() : jsonBodyLimit(c, next)));
   app.use('/workflows/v1/*', async (c, next) => {
     c.set('principal', await deps.auth.authenticate(c.req.header('authorization')));
     if (c.req.method === 'POST' || c.req.method === 'PUT') await checkJson(c.req.raw.clone(), limits.maxJsonDepth);
@@ -93,6 +98,7 @@ export function createApp(deps: AppDeps): App {
   registerWorkflowRoutes(app, deps);
   registerExecuteRoutes(app, deps, limits);
   registerRunRoutes(app, deps);
+  registerFileRoutes(app, deps);
 
   app.doc31('/openapi.json', {
     openapi: '3.1.0',

@@ -53,6 +53,7 @@ export function buildDeps(config: EaselConfig, options: { logger?: Logger } = {}
     limits: { maxBodyBytes: config.http.maxBodyBytes, maxResponseBytes: config.http.maxResponseBytes, maxJsonDepth: config.http.maxJsonDepth },
     maxFieldBytes: config.http.maxFieldBytes,
     maxDslNodes: config.http.maxDslNodes,
+    maxFileBytes: config.http.maxFileBytes,
     ...(options.logger ? { logger: options.logger } : {}),
   };
 }

@@ -1,7 +1,7 @@
 /**
- * When a session head goes — expired by TTL or deleted — the rest of its partition goes too.
- * Driven by the table's stream (KEYS_ONLY): each REMOVE of a head `T#~` deletes every item left
- * in that partition. Idempotent, so a redelivered record does no harm.
+ * When a session head goes — expired by TTL or deleted — the rest of its partition goes too;
+ * likewise the chunks of an uploaded file's content when its index item expires. Driven by the
+ * table's stream (KEYS_ONLY). Idempotent, so a redelivered record does no harm.
  */
 import { deletePartition } from './sessions';
 import type { StoreContext } from './dynamo';
@@ -22,12 +22,16 @@ export interface CleanupResult {
 }
 
 const SESSION_PK = /^T#[^#]+#S#[0-9a-f]{32}$/;
+/** Uploaded file content: its index item `C` expires, its chunks follow. */
+const FILE_CONTENT_PK = /^T#[^#]+#FB#[0-9a-f]{64}$/;
 
 export async function cascadeRemovedHeads(ctx: StoreContext, removed: readonly RemovedKey[]): Promise<CleanupResult> {
   const failed: string[] = [];
   let deleted = 0;
   for (const r of removed) {
-    if (r.sk !== SESSION_HEAD_SK || !SESSION_PK.test(r.pk)) continue;
+    const session = r.sk === SESSION_HEAD_SK && SESSION_PK.test(r.pk);
+    const fileContent = r.sk === 'C' && FILE_CONTENT_PK.test(r.pk);
+    if (!session && !fileContent) continue;
     try {
       deleted += await deletePartition(ctx, r.pk);
     } catch {

@@ -40,6 +40,7 @@ import {
   type SessionHead,
 } from '../store/sessions';
 import { getVersion, getWorkflow } from '../store/workflows';
+import { resolveFileInputs } from './files';
 import { buildResponse, type TurnResponse } from './response';
 
 export const DEFAULT_LEASE_MS = 60_000;
@@ -107,8 +108,10 @@ const COMPILED_CACHE_SIZE = 200;
 const windowHint = new Map<string, number>();
 
 /** Runs one turn of a run (creating the run on its first turn). */
-export async function executeTurn(engine: TurnEngine, request: TurnRequest): Promise<TurnResult> {
-  const fingerprint = fingerprintOf(request);
+export async function executeTurn(engine: TurnEngine, original: TurnRequest): Promise<TurnResult> {
+  const fingerprint = fingerprintOf(original);
+  // file ids in the inputs are resolved on this copy; the caller's request stays as sent
+  const request: TurnRequest = { ...original };
   for (let attempt = 0; attempt < 5; attempt++) {
     let replacing: string | null = null;
     let runId = request.runId;
@@ -169,6 +172,7 @@ async function prepareFirst(engine: TurnEngine, request: TurnRequest): Promise<P
   const id = newRunId();
   const canvas = Canvas.create(workflow, canvasOptions(engine, id));
   if (request.command === 'stop') throw new EaselError('invalid_request', 'there is no run to stop yet');
+  request.runInput = await resolveFileInputs(engine, request.tenant, canvas, request.runInput, expiryOf(engine));
   canvas.check(request.runInput ?? {});
   const at = new Date(now(engine)).toISOString();
   const head: SessionHead = {
@@ -202,7 +206,10 @@ async function prepareNext(engine: TurnEngine, request: TurnRequest, runId: stri
     : Canvas.create(workflow, canvasOptions(engine, runId));
   if (canvas.isTerminal) canvas.check({}); // throws run_finished
   if (head.claim && head.claim.expiresAt > now(engine)) throw new TurnInProgressError(head.turn, head.status);
-  if (request.command !== 'stop') canvas.check(request.runInput ?? {});
+  if (request.command !== 'stop') {
+    request.runInput = await resolveFileInputs(engine, request.tenant, canvas, request.runInput, expiryOf(engine));
+    canvas.check(request.runInput ?? {});
+  }
   return { canvas, head, loaded, workflow };
 }
 
@@ -362,3 +369,4 @@ export function fingerprintOf(request: TurnRequest): string {
 const now = (engine: TurnEngine) => (engine.clock ?? Date.now)();
 const leaseOf = (engine: TurnEngine) => engine.leaseMs ?? DEFAULT_LEASE_MS;
 const ttlOf = (engine: TurnEngine) => engine.sessionTtlSeconds ?? DEFAULT_SESSION_TTL_DAYS * 86_400;
+const expiryOf = (engine: TurnEngine) => Math.floor(now(engine) / 1000) + ttlOf(engine);

@@ -1,0 +1,79 @@
+/**
+ * File uploads for `file` form fields: multipart/form-data with one `file` part, up to
+ * EASEL_MAX_FILE_BYTES (its own limit, not the JSON body limit). The id goes into a turn's
+ * inputs; files are the tenant's own and expire unless a run uses them.
+ */
+import { randomBytes } from 'node:crypto';
+import { createRoute, z } from '@hono/zod-openapi';
+import { bodyLimit } from 'hono/body-limit';
+import { deleteFile, getFile, putFile, type StoredFile } from '../../store/files';
+import type { App, AppDeps } from '../app';
+import { HttpError } from '../errors';
+import { ErrorSchema } from '../schemas';
+
+export const DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024;
+const FileId = z.object({ id: z.string().regex(/^file_[0-9a-f]{32}$/) });
+const FileSchema = z.object({ file_id: z.string(), name: z.string(), size: z.number().int(), mime_type: z.string(), created_at: z.string() }).openapi('File');
+
+export function fileView(f: StoredFile) {
+  return { file_id: f.id, name: f.name, size: f.size, mime_type: f.mimeType, created_at: f.createdAt };
+}
+
+/** Reads the `file` part of a multipart request and stores it for the principal's tenant. */
+export async function storeUpload(deps: AppDeps, tenant: string, form: Record<string, unknown>): Promise<StoredFile> {
+  const max = deps.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+  const part = form.file;
+  if (!(part instanceof File)) throw new HttpError('invalid_request', 'file: send the file as a multipart/form-data part named "file"');
+  if (part.size > max) throw new HttpError('payload_too_large', `the file is ${part.size} bytes; at most ${max} are accepted`);
+  const bytes = new Uint8Array(await part.arrayBuffer());
+  return putFile(deps.engine.store, {
+    tenant,
+    id: `file_${randomBytes(16).toString('hex')}`,
+    name: (part.name || 'file').slice(0, 255),
+    size: bytes.length,
+    mimeType: (part.type || 'application/octet-stream').split(';')[0]?.trim() || 'application/octet-stream',
+    createdAt: new Date().toISOString(),
+  }, bytes);
+}
+
+export function registerFileRoutes(app: App, deps: AppDeps): void {
+  const max = deps.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+  app.use('/workflows/v1/files', bodyLimit({
+    maxSize: max + 64 * 1024,
+    onError: () => {
+      throw new HttpError('payload_too_large', `the file is over ${max} bytes`);
+    },
+  }));
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/workflows/v1/files',
+      summary: 'Upload a file for a form field (multipart/form-data, part "file")',
+      request: { body: { content: { 'multipart/form-data': { schema: z.object({ file: z.any().openapi({ type: 'string', format: 'binary' }) }) } }, required: true } },
+      responses: {
+        201: { description: 'stored', content: { 'application/json': { schema: FileSchema } } },
+        413: { description: 'too large', content: { 'application/json': { schema: ErrorSchema } } },
+      },
+    }),
+    async (c) => {
+      const form = await c.req.parseBody().catch(() => {
+        throw new HttpError('invalid_request', 'the body is not multipart/form-data');
+      });
+      return c.json(fileView(await storeUpload(deps, c.get('principal').tenant, form)), 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({ method: 'get', path: '/workflows/v1/files/{id}', summary: 'A file’s metadata', request: { params: FileId }, responses: { 200: { description: 'the file', content: { 'application/json': { schema: FileSchema } } } } }),
+    async (c) => c.json(fileView(await getFile(deps.engine.store, c.get('principal').tenant, c.req.valid('param').id)), 200),
+  );
+
+  app.openapi(
+    createRoute({ method: 'delete', path: '/workflows/v1/files/{id}', summary: 'Delete a file', request: { params: FileId }, responses: { 204: { description: 'deleted' } } }),
+    async (c) => {
+      await deleteFile(deps.engine.store, c.get('principal').tenant, c.req.valid('param').id);
+      return c.body(null, 204);
+    },
+  );
+}

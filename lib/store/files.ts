@@ -1,0 +1,117 @@
+/**
+ * Uploaded files, per tenant: a metadata item `T#<tenant>#F#<file id>` and the content,
+ * content-addressed, in chunks under `T#<tenant>#FB#<sha256>` (the same bytes uploaded twice
+ * are stored once). A file nobody uses expires with its TTL; using it in a run pushes its
+ * expiry to the run's, so it never goes while a run may still read it.
+ */
+import { createHash } from 'node:crypto';
+import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { call, ConditionFailed, type StoreContext } from './dynamo';
+import { NotFoundError } from './errors';
+import { deletePartition } from './sessions';
+
+const CHUNK_BYTES = 300 * 1024;
+export const UNUSED_FILE_TTL_SECONDS = 7 * 86_400;
+
+export interface StoredFile {
+  tenant: string;
+  id: string;
+  name: string;
+  size: number;
+  mimeType: string;
+  sha256: string;
+  createdAt: string;
+}
+
+const fileKey = (tenant: string, id: string) => ({ pk: `T#${tenant}#F#${id}`, sk: 'F' });
+const contentPk = (tenant: string, sha: string) => `T#${tenant}#FB#${sha}`;
+const nowSec = (ctx: StoreContext) => Math.floor((ctx.now ?? Date.now)() / 1000);
+
+export async function putFile(ctx: StoreContext, file: Omit<StoredFile, 'sha256'>, bytes: Uint8Array): Promise<StoredFile> {
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  const stored: StoredFile = { ...file, sha256 };
+  const pk = contentPk(file.tenant, sha256);
+  const existing = await call('read the file content', () => ctx.doc.send(new GetCommand({ TableName: ctx.table, Key: { pk, sk: 'C' }, ConsistentRead: true })));
+  const ttl = nowSec(ctx) + UNUSED_FILE_TTL_SECONDS;
+  if (!existing.Item) {
+    const chunks = Math.max(1, Math.ceil(bytes.length / CHUNK_BYTES));
+    const items: Record<string, unknown>[] = [];
+    for (let i = 0; i < chunks; i++) {
+      items.push({ pk, sk: `C#${String(i).padStart(4, '0')}`, kind: 'file_chunk', d: Buffer.from(bytes.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES)) });
+    }
+    for (let i = 0; i < items.length; i += 25) {
+      let requests = items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
+      while (requests.length > 0) {
+        const out = await call('store the file', () => ctx.doc.send(new BatchWriteCommand({ RequestItems: { [ctx.table]: requests } })));
+        requests = (out.UnprocessedItems?.[ctx.table] ?? []) as typeof requests;
+      }
+    }
+    // the index item last: content is readable once it exists
+    await call('store the file', () => ctx.doc.send(new PutCommand({ TableName: ctx.table, Item: { pk, sk: 'C', kind: 'file_content', chunks, size: bytes.length, ttl } })));
+  } else {
+    await extendTtl(ctx, { pk, sk: 'C' }, ttl);
+  }
+  await call('store the file', () =>
+    ctx.doc.send(new PutCommand({
+      TableName: ctx.table,
+      Item: { ...fileKey(file.tenant, file.id), kind: 'file', id: file.id, tenant: file.tenant, name: file.name, size: file.size, mime_type: file.mimeType, sha256, created_at: file.createdAt, ttl },
+    })),
+  );
+  return stored;
+}
+
+/** The file's metadata, or NotFoundError (also for another tenant's or an expired file). */
+export async function getFile(ctx: StoreContext, tenant: string, id: string): Promise<StoredFile> {
+  const { Item } = await call('read the file', () => ctx.doc.send(new GetCommand({ TableName: ctx.table, Key: fileKey(tenant, id), ConsistentRead: true })));
+  if (!Item || (typeof Item.ttl === 'number' && Item.ttl <= nowSec(ctx))) throw new NotFoundError('file');
+  return {
+    tenant,
+    id,
+    name: Item.name as string,
+    size: Item.size as number,
+    mimeType: Item.mime_type as string,
+    sha256: Item.sha256 as string,
+    createdAt: Item.created_at as string,
+  };
+}
+
+export async function readFileContent(ctx: StoreContext, file: StoredFile): Promise<Buffer> {
+  const pk = contentPk(file.tenant, file.sha256);
+  const parts: Buffer[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await call('read the file content', () =>
+      ctx.doc.send(new QueryCommand({ TableName: ctx.table, KeyConditionExpression: 'pk = :pk AND begins_with(sk, :c)', ExpressionAttributeValues: { ':pk': pk, ':c': 'C#' }, ConsistentRead: true, ExclusiveStartKey: start })),
+    );
+    for (const item of page.Items ?? []) parts.push(Buffer.from(item.d as Uint8Array));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return Buffer.concat(parts);
+}
+
+/** A run uses the file: keep it (and its content) at least until `untilSec`. */
+export async function keepFileUntil(ctx: StoreContext, file: StoredFile, untilSec: number): Promise<void> {
+  await extendTtl(ctx, fileKey(file.tenant, file.id), untilSec);
+  await extendTtl(ctx, { pk: contentPk(file.tenant, file.sha256), sk: 'C' }, untilSec);
+}
+
+export async function deleteFile(ctx: StoreContext, tenant: string, id: string): Promise<void> {
+  await getFile(ctx, tenant, id);
+  // the content may be shared by another upload of the same bytes: it goes with its own TTL
+  await deletePartition(ctx, fileKey(tenant, id).pk);
+}
+
+async function extendTtl(ctx: StoreContext, key: { pk: string; sk: string }, untilSec: number): Promise<void> {
+  await call('keep the file', () =>
+    ctx.doc.send(new UpdateCommand({
+      TableName: ctx.table,
+      Key: key,
+      UpdateExpression: 'SET #ttl = :t',
+      ConditionExpression: 'attribute_exists(pk) AND #ttl < :t',
+      ExpressionAttributeNames: { '#ttl': 'ttl' },
+      ExpressionAttributeValues: { ':t': untilSec },
+    })),
+  ).catch((error: unknown) => {
+    if (!(error instanceof ConditionFailed)) throw error;
+  });
+}
