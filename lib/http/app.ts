@@ -7,6 +7,7 @@
  *   serve({ fetch: app.fetch, port: 3000 });
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
+import type { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import type { TurnEngine } from '../turns/execute';
@@ -17,6 +18,7 @@ import { registerFileRoutes } from './routes/files';
 import { registerKeyRoutes } from './routes/keys';
 import { registerRunRoutes } from './routes/runs';
 import { registerWorkflowRoutes } from './routes/workflows';
+import { registerRagflowRoutes } from './ragflow';
 
 export interface HttpLimits {
   /** Request bodies. @default 1 MiB */
@@ -99,6 +101,7 @@ export function createApp(deps: AppDeps): App {
   registerExecuteRoutes(app, deps, limits);
   registerRunRoutes(app, deps);
   registerFileRoutes(app, deps);
+  registerRagflowRoutes(app as unknown as Hono<AppEnv>, deps);
 
   app.doc31('/openapi.json', {
     openapi: '3.1.0',

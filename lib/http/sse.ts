@@ -1,4 +1,5 @@
-/** Server-sent events framing of the native API: `event: <name>` and `data: <json>`. */
+/** Server-sent events: the native framing, a stream that never blocks its writer, and the start of a streamed turn. */
+import { track } from './inflight';
 
 const encoder = new TextEncoder();
 
@@ -16,7 +17,7 @@ export const SSE_HEADERS = {
  * A stream fed by the caller that never blocks it: writes after the client left are dropped,
  * so the work behind the stream goes on to its end whatever the connection does.
  */
-export function eventStream(): { stream: ReadableStream<Uint8Array>; send(event: string, data: unknown): void; close(): void } {
+export function feedStream(): { stream: ReadableStream<Uint8Array>; write(chunk: string | Uint8Array): void; close(): void } {
   let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   let open = true;
   const stream = new ReadableStream<Uint8Array>({
@@ -29,10 +30,10 @@ export function eventStream(): { stream: ReadableStream<Uint8Array>; send(event:
   });
   return {
     stream,
-    send(event, data) {
+    write(chunk) {
       if (!open) return;
       try {
-        controller?.enqueue(frame(event, data));
+        controller?.enqueue(typeof chunk === 'string' ? encoder.encode(chunk) : chunk);
       } catch {
         open = false;
       }
@@ -43,8 +44,27 @@ export function eventStream(): { stream: ReadableStream<Uint8Array>; send(event:
       try {
         controller?.close();
       } catch {
-        // already closed by the reader
+        // the reader closed it
       }
     },
   };
+}
+
+/**
+ * Starts a streamed turn: `run` gets a callback to call on every event. Resolves with the turn
+ * once its first event arrived — headers can go out — and rejects if the turn failed before
+ * any event (a refusal answered with a plain error status). The turn is tracked so a Lambda
+ * invocation waits for it.
+ */
+export async function startStreamedTurn<T>(run: (onFirstEvent: () => void) => Promise<T>): Promise<{ turn: Promise<T> }> {
+  let started: () => void = () => undefined;
+  const firstEvent = new Promise<void>((resolve) => {
+    started = resolve;
+  });
+  const turn = run(() => started());
+  track(turn);
+  const early = await Promise.race([firstEvent.then(() => undefined), turn.then(() => undefined, (error: unknown) => ({ error }))]);
+  if (early) throw early.error;
+  // wrapped: an async function returning the promise itself would wait for it
+  return { turn };
 }

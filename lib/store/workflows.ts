@@ -114,6 +114,56 @@ export async function getVersion(ctx: StoreContext, tenant: string, id: string, 
   return decode(Item.dsl as Uint8Array, new Map());
 }
 
+/** Renames or redescribes a workflow; its versions are untouched. */
+export async function updateWorkflow(ctx: StoreContext, tenant: string, id: string, changes: { name?: string; description?: string }): Promise<void> {
+  const sets = ['updated_at = :at'];
+  const values: Record<string, unknown> = { ':at': iso(ctx), ':no': false };
+  if (changes.name !== undefined) {
+    sets.push('#name = :name');
+    values[':name'] = changes.name;
+  }
+  if (changes.description !== undefined) {
+    sets.push('description = :description');
+    values[':description'] = changes.description;
+  }
+  try {
+    await call('update the workflow', () =>
+      ctx.doc.send(new UpdateCommand({
+        TableName: ctx.table,
+        Key: { pk: keys.workflow(tenant, id), sk: 'W' },
+        UpdateExpression: `SET ${sets.join(', ')}`,
+        ConditionExpression: 'attribute_exists(pk) AND deleted = :no',
+        ...(changes.name !== undefined ? { ExpressionAttributeNames: { '#name': 'name' } } : {}),
+        ExpressionAttributeValues: values,
+      })),
+    );
+  } catch (error) {
+    if (error instanceof ConditionFailed) throw new NotFoundError('workflow');
+    throw error;
+  }
+}
+
+/** Every live workflow of a tenant (for lookups by name), newest first. */
+export async function allWorkflows(ctx: StoreContext, tenant: string): Promise<Workflow[]> {
+  const out: Workflow[] = [];
+  let cursor: Record<string, unknown> | undefined;
+  do {
+    const page = await call('list workflows', () =>
+      ctx.doc.send(new QueryCommand({
+        TableName: ctx.table,
+        IndexName: LISTING_INDEX,
+        KeyConditionExpression: 'gsi1pk = :pk',
+        ExpressionAttributeValues: { ':pk': keys.workflowList(tenant) },
+        ScanIndexForward: false,
+        ExclusiveStartKey: cursor,
+      })),
+    );
+    out.push(...(page.Items ?? []).map((i) => ({ ...toWorkflow(i), tenant })));
+    cursor = page.LastEvaluatedKey;
+  } while (cursor);
+  return out;
+}
+
 /** Marks the workflow deleted: no new runs; live runs keep their pinned version. */
 export async function deleteWorkflow(ctx: StoreContext, tenant: string, id: string): Promise<void> {
   try {

@@ -68,6 +68,8 @@ export interface TurnRequest {
   workflowId: string;
   /** Absent: start a new run. */
   runId?: string;
+  /** The id a new run gets (32 hex; generated when absent), for callers that must name it early. */
+  newRunId?: string;
   /** When sent, must equal the run's current turn. */
   turnNumber?: number;
   /** First turn only: the version to pin (else the active one). */
@@ -169,7 +171,7 @@ export function newRunId(): string {
 
 async function prepareFirst(engine: TurnEngine, request: TurnRequest): Promise<Prepared> {
   const { workflow, version } = await resolveWorkflow(engine, request.tenant, request.workflowId, request.version);
-  const id = newRunId();
+  const id = request.newRunId && /^[0-9a-f]{32}$/.test(request.newRunId) ? request.newRunId : newRunId();
   const canvas = Canvas.create(workflow, canvasOptions(engine, id));
   if (request.command === 'stop') throw new EaselError('invalid_request', 'there is no run to stop yet');
   request.runInput = await resolveFileInputs(engine, request.tenant, canvas, request.runInput, expiryOf(engine));

@@ -55,6 +55,18 @@ export async function resolveFileInputs(
   return { ...runInput, inputs: resolved };
 }
 
+/** Files given beside a turn (RAGFlow's `files`): descriptors or ids, resolved the same way. */
+export async function resolveFileList(engine: TurnEngine, tenant: string, files: readonly unknown[], keepUntilSec: number): Promise<FileValue[]> {
+  const ids = files.map(fileIdOf);
+  if (ids.some((id) => id === undefined)) throw new InvalidInputsError([{ component_id: 'begin', field: 'files', message: 'expected file descriptors or ids from an upload' }]);
+  try {
+    return await Promise.all((ids as string[]).map((id) => describe(engine, tenant, id, keepUntilSec)));
+  } catch (error) {
+    if (error instanceof NotFoundError) throw new InvalidInputsError([{ component_id: 'begin', field: 'files', message: 'unknown file id' }]);
+    throw error;
+  }
+}
+
 function unwrap(value: unknown): unknown {
   return isRecord(value) && 'value' in value && 'type' in value ? value.value : value;
 }

@@ -10,9 +10,8 @@ import { executeTurn, type TurnRequest, type TurnResult } from '../../turns/exec
 import type { App, AppDeps, HttpLimits } from '../app';
 import { requireWorkflow } from '../auth';
 import { errorResponse, HttpError, INTERNAL_ERROR } from '../errors';
-import { track } from '../inflight';
 import { ErrorSchema, ExecuteBody, IDEMPOTENCY_KEY, TurnResponseSchema, WORKFLOW_ID } from '../schemas';
-import { eventStream, SSE_HEADERS } from '../sse';
+import { feedStream, frame, SSE_HEADERS, startStreamedTurn } from '../sse';
 
 const errorJson = (description: string) => ({ description, content: { 'application/json': { schema: ErrorSchema } } });
 
@@ -89,33 +88,28 @@ export function capped(body: string, maxBytes: number): string {
  * plain error status; once events flow, the outcome comes in the last frame.
  */
 async function streamTurn(deps: AppDeps, request: TurnRequest): Promise<Response> {
-  const sse = eventStream();
-  let started: () => void = () => undefined;
-  const firstEvent = new Promise<void>((resolve) => {
-    started = resolve;
-  });
-  const turn: Promise<TurnResult> = executeTurn(deps.engine, {
-    ...request,
-    onEvent(event: CanvasEvent) {
-      started();
-      sse.send(event.event, event.data);
-    },
-  });
-  track(turn);
-  const early = await Promise.race([firstEvent.then(() => undefined), turn.then((r) => ({ ok: r }), (e: unknown) => ({ error: e }))]);
-  if (early && 'error' in early) throw early.error;
+  const sse = feedStream();
+  const { turn } = await startStreamedTurn((started) =>
+    executeTurn(deps.engine, {
+      ...request,
+      onEvent(event: CanvasEvent) {
+        started();
+        sse.write(frame(event.event, event.data));
+      },
+    }),
+  );
   void turn.then(
-    (result) => {
+    (result: TurnResult) => {
       // a replayed turn streams its stored events
-      if (result.replayed) for (const e of result.response.events) sse.send(e.event, e.data);
-      sse.send('turn_response', result.body);
+      if (result.replayed) for (const e of result.response.events) sse.write(frame(e.event, e.data));
+      sse.write(frame('turn_response', result.body));
       sse.close();
     },
     (error: unknown) => {
       const mapped = errorResponse(error);
       if (!mapped) deps.logger?.error('turn failed', { error: error instanceof Error ? error.message : String(error) });
       const body = mapped?.body ?? INTERNAL_ERROR;
-      sse.send('turn_error', { code: body.code, error: body.error, current_turn_number: body.current_turn_number ?? null });
+      sse.write(frame('turn_error', { code: body.code, error: body.error, current_turn_number: body.current_turn_number ?? null }));
       sse.close();
     },
   );

@@ -1,0 +1,197 @@
+/**
+ * RAGFlow's documented agent API, replayed against Easel: the documented requests, and the
+ * response shapes RAGFlow documents and its Python SDK reads.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fixture } from '../helpers/canvas';
+import { newTenant, testEngine } from '../helpers/engine';
+import { type Served, serveApp } from '../helpers/http';
+
+let api: Served;
+beforeAll(async () => {
+  api = await serveApp(testEngine());
+});
+afterAll(async () => {
+  await api.close();
+});
+
+const rf = (method: string, path: string, body?: unknown, key?: string | null) =>
+  api.call(method, `/api/v1${path}`, { ...(body !== undefined ? { body } : {}), ...(key !== undefined ? { key } : {}) });
+
+/** RAGFlow SSE: `data:{json}` frames ending `data:[DONE]`. */
+function dataFrames(text: string): unknown[] {
+  return text
+    .split('\n\n')
+    .filter((f) => f.trim() !== '')
+    .map((f) => {
+      expect(f.startsWith('data:')).toBe(true);
+      const payload = f.slice(5).trim();
+      return payload === '[DONE]' ? '[DONE]' : JSON.parse(payload);
+    });
+}
+
+async function newAgent(title: string, dsl: unknown = fixture('form-intake')): Promise<string> {
+  const created = await rf('POST', '/agents', { title, description: 'A test agent', dsl });
+  expect(created.json).toMatchObject({ code: 0, message: 'success' });
+  const listed = await rf('GET', `/agents?title=${encodeURIComponent(title)}`);
+  return listed.json.data[0].id as string;
+}
+
+describe('RAGFlow agent management', () => {
+  it('creates, lists, reads, updates and deletes agents in RAGFlow’s shapes', async () => {
+    const created = await rf('POST', '/agents', { title: 'Test Agent', description: 'A test agent', dsl: fixture('form-intake') });
+    expect(created.status).toBe(200);
+    expect(created.json.code).toBe(0);
+    const list = await rf('GET', '/agents?page=1&page_size=30&orderby=update_time&desc=True&title=Test%20Agent');
+    expect(list.json.code).toBe(0);
+    const agent = list.json.data[0];
+    expect(agent).toMatchObject({ title: 'Test Agent', description: 'A test agent', canvas_category: 'agent_canvas', avatar: null, canvas_type: null });
+    expect(agent.id).toMatch(/^[0-9a-f]{32}$/);
+    expect(agent.dsl.components.begin.obj.component_name).toBe('Begin');
+    expect(typeof agent.create_time).toBe('number');
+    expect(agent.create_date).toMatch(/GMT$/);
+    expect((await rf('GET', `/agents/${agent.id}`)).json.data.id).toBe(agent.id);
+
+    const changed = fixture('form-intake') as { components: Record<string, { obj: { params: Record<string, unknown> } }> };
+    (changed.components['Message:BraveOwlsSing'] as { obj: { params: Record<string, unknown> } }).obj.params.content = ['v2'];
+    expect((await rf('PUT', `/agents/${agent.id}`, { title: 'Renamed', dsl: changed })).json).toEqual({ code: 0, message: 'success', data: true });
+    const updated = (await rf('GET', `/agents?id=${agent.id}`)).json.data[0];
+    expect(updated).toMatchObject({ title: 'Renamed', version: 2 });
+    expect(updated.dsl.components['Message:BraveOwlsSing'].obj.params.content).toEqual(['v2']);
+
+    expect((await rf('DELETE', `/agents/${agent.id}`, {})).json).toEqual({ code: 0, message: 'success', data: true });
+    expect((await rf('GET', `/agents?id=${agent.id}`)).json).toEqual({ code: 102, message: "The agent doesn't exist." });
+  });
+
+  it('answers RAGFlow’s documented errors', async () => {
+    expect((await rf('POST', '/agents', { title: 'x' })).json).toEqual({ code: 101, message: 'No DSL data in request.', data: false });
+    expect((await rf('POST', '/agents', { dsl: fixture('form-intake') })).json).toEqual({ code: 101, message: 'No title in request.', data: false });
+    await newAgent('Twice');
+    expect((await rf('POST', '/agents', { title: 'Twice', dsl: fixture('form-intake') })).json).toEqual({ code: 102, message: 'Agent with title Twice already exists.' });
+    const bad = await rf('POST', '/agents', { title: 'bad', dsl: { components: { 'Retrieval:X': { obj: { component_name: 'Retrieval', params: {} } } } } });
+    expect(bad.json.code).toBe(101);
+    expect(bad.json.message).toMatch(/unsupported components: Retrieval/);
+    expect((await rf('PUT', `/agents/${'0'.repeat(32)}`, { title: 'x' })).json).toEqual({ code: 103, message: 'Only owner of canvas authorized for this operation.', data: false });
+    expect((await rf('GET', '/agents', undefined, null)).json).toEqual({ code: 0, message: '`Authorization` can\'t be empty', data: false });
+    expect((await rf('GET', '/agents', undefined, 'an-invalid-key-0000000')).json).toEqual({ code: 109, message: 'Authentication error: API key is invalid!', data: false });
+  });
+});
+
+describe('RAGFlow sessions', () => {
+  it('creates a session at turn 0 with the prologue, lists, reads with a dsl view, and deletes', async () => {
+    const agentId = await newAgent(`Sessions ${Date.now()}`);
+    const created = await rf('POST', `/agents/${agentId}/sessions`, {});
+    expect(created.json.code).toBe(0);
+    const session = created.json.data;
+    expect(session).toMatchObject({ agent_id: agentId, source: 'agent', message: [{ role: 'assistant', content: "Hello! Let's get you registered." }] });
+    expect(session.id).toMatch(/^[0-9a-f]{32}$/);
+    expect(session.dsl.components.begin).toBeDefined();
+    expect(session.dsl.easel).toMatchObject({ status: 'not_started', turn_number: 0 });
+
+    const asked = await rf('POST', `/agents/${agentId}/completions`, { question: 'Hello', stream: false, session_id: session.id });
+    expect(asked.json.data.session_id).toBe(session.id);
+    const one = await rf('GET', `/agents/${agentId}/sessions/${session.id}`);
+    expect(one.json.data.messages).toEqual([{ role: 'assistant', content: "Hello! Let's get you registered." }, { role: 'user', content: 'Hello' }]);
+    expect(one.json.data.dsl.easel.status).toBe('waiting_for_input');
+
+    const other = (await rf('POST', `/agents/${agentId}/sessions`, {})).json.data.id;
+    const list = await rf('GET', `/agents/${agentId}/sessions?page=1&page_size=30&orderby=create_time&desc=true&dsl=false`);
+    expect(list.json.data.map((s: { id: string }) => s.id).sort()).toEqual([session.id, other].sort());
+    expect(list.json.data[0].dsl).toBeUndefined();
+
+    const foreign = 'f'.repeat(32);
+    expect((await rf('DELETE', `/agents/${agentId}/sessions`, { ids: [foreign] })).json).toEqual({ code: 102, message: `The agent doesn't own the session ${foreign}` });
+    expect((await rf('DELETE', `/agents/${agentId}/sessions`, { ids: [session.id, foreign] })).json).toEqual({ code: 0, data: { success_count: 1, errors: [`The agent doesn't own the session ${foreign}`] } });
+    expect((await rf('DELETE', `/agents/${agentId}/sessions`, {})).json).toEqual({ code: 0 });
+    expect((await rf('DELETE', `/agents/${agentId}/sessions`, { delete_all: true })).json).toEqual({ code: 0 });
+    expect((await rf('GET', `/agents/${agentId}/sessions`)).json).toEqual({ code: 0, data: [] });
+  });
+});
+
+describe('RAGFlow completions', () => {
+  it('streams a run that pauses, then continues it to the end, in RAGFlow’s SSE frames', async () => {
+    const agentId = await newAgent(`Stream ${Date.now()}`);
+    const first = await rf('POST', `/agents/${agentId}/completions`, { question: 'Hello', stream: true });
+    expect(first.headers.get('content-type')).toContain('text/event-stream');
+    const frames = dataFrames(first.text) as { event: string; session_id: string; message_id: string; created_at: number; task_id: string; data: Record<string, unknown> }[];
+    expect(frames.at(-1)).toBe('[DONE]');
+    const pause = frames.at(-2) as (typeof frames)[number];
+    expect(pause).toMatchObject({ event: 'user_inputs', task_id: agentId, data: { tips: 'Tell us about yourself (you said: Hello)', content: 'Tell us about yourself (you said: Hello)' } });
+    expect(Object.keys(pause.data.inputs as object)).toContain('name');
+    expect(pause.session_id).toMatch(/^[0-9a-f]{32}$/);
+    expect(typeof pause.created_at).toBe('number');
+
+    const second = await rf('POST', `/agents/${agentId}/completions`, {
+      question: '',
+      stream: true,
+      session_id: pause.session_id,
+      inputs: { name: { type: 'line', value: 'Ada' }, age: { type: 'integer', value: 36 }, plan: { type: 'options', value: 'pro' } },
+    });
+    const events = (dataFrames(second.text).slice(0, -1) as { event: string; session_id: string; data: { content?: string } }[]);
+    // only content-carrying frames before message_end, as RAGFlow's SDK reads them
+    const names = events.map((e) => e.event);
+    expect(names.slice(-2)).toEqual(['message_end', 'workflow_finished']);
+    expect(names.slice(0, -2).length).toBeGreaterThan(1);
+    expect(new Set(names.slice(0, -2))).toEqual(new Set(['message']));
+    expect(events.every((e) => e.session_id === pause.session_id)).toBe(true);
+    expect(events.filter((e) => e.event === 'message').map((e) => e.data.content).join('')).toBe('Welcome Ada (36), plan pro; city .');
+  });
+
+  it('answers without streaming with the last event and the content joined', async () => {
+    const agentId = await newAgent(`NonStream ${Date.now()}`, fixture('ragflow-begin-categorize'));
+    const res = await rf('POST', `/agents/${agentId}/completions`, {
+      question: 'I want a refund please',
+      stream: false,
+      inputs: { customer: { type: 'line', value: 'Grace' }, tier: { type: 'options', value: 'gold' } },
+    });
+    expect(res.json.code).toBe(0);
+    expect(res.json.data).toMatchObject({
+      event: 'workflow_finished',
+      task_id: agentId,
+      data: {
+        content: 'Grace (gold): a refund agent will contact you.',
+        reference: {},
+        inputs: { customer: { type: 'line', value: 'Grace' } },
+        outputs: { content: 'Grace (gold): a refund agent will contact you.' },
+      },
+    });
+  });
+
+  it('drives a Begin form and Categorize routing end to end through /agents/chat/completions', async () => {
+    const agentId = await newAgent(`Triage ${Date.now()}`, fixture('ragflow-begin-categorize'));
+    const noInputs = await rf('POST', '/agents/chat/completions', { agent_id: agentId, query: 'hello', stream: false });
+    expect(noInputs.json.data.event).toBe('user_inputs');
+    expect(Object.keys(noInputs.json.data.data.inputs)).toEqual(['customer', 'tier']);
+    const sessionId = noInputs.json.data.session_id;
+    const answered = await rf('POST', '/agents/chat/completions', { agent_id: agentId, session_id: sessionId, stream: false, inputs: { customer: 'Lin', tier: 'basic' } });
+    expect(answered.json.data.data.content).toBe('Lin (basic): thanks, noted.');
+    // a later message routes again, the Begin values kept; inputs sent again are ignored
+    const later = await rf('POST', '/agents/chat/completions', { agent_id: agentId, session_id: sessionId, stream: false, query: 'where is my delivery', inputs: { customer: 'Lin', tier: 'basic' } });
+    expect(later.json.data.data.content).toBe('Lin (basic): your delivery is on its way.');
+    expect((await rf('POST', '/agents/chat/completions', { agent_id: agentId, session_id: 'e'.repeat(32), query: 'x', stream: false })).json).toEqual({ code: 102, message: 'Session not found!' });
+    expect((await rf('POST', '/agents/chat/completions', { query: 'x' })).json).toEqual({ code: 101, message: '`agent_id` is required.' });
+  });
+
+  it('adds traces with return_trace', async () => {
+    const agentId = await newAgent(`Trace ${Date.now()}`, fixture('ragflow-begin-categorize'));
+    const res = await rf('POST', `/agents/${agentId}/completions`, { question: 'refund', stream: false, return_trace: true, inputs: { customer: 'A', tier: 'gold' } });
+    expect(res.json.data.data.trace.map((t: { component_id: string }) => t.component_id)).toEqual(['begin', 'Categorize:RouteIt', 'Message:Refund']);
+  });
+
+  it('keeps another tenant out', async () => {
+    const agentId = await newAgent(`Private ${Date.now()}`);
+    const stranger = await api.addKey(newTenant(), 'admin');
+    expect((await rf('POST', `/agents/${agentId}/completions`, { question: 'x', stream: false }, stranger)).json).toEqual({ code: 102, message: `You don't own the agent ${agentId}` });
+    expect((await rf('GET', `/agents/${agentId}/sessions`, undefined, stranger)).json).toEqual({ code: 102, message: `You don't own the agent ${agentId}.` });
+  });
+
+  it('accepts uploads for file fields in RAGFlow’s descriptor shape', async () => {
+    const agentId = await newAgent(`Upload ${Date.now()}`);
+    const form = new FormData();
+    form.append('file', new Blob(['some text'], { type: 'text/plain' }), 'a.txt');
+    const res = await fetch(`${api.url}/api/v1/agents/${agentId}/upload`, { method: 'POST', headers: { authorization: `Bearer ${api.adminKey}` }, body: form });
+    const json = (await res.json()) as { code: number; data: Record<string, unknown> };
+    expect(json).toMatchObject({ code: 0, message: 'success', data: { name: 'a.txt', size: 9, extension: 'txt', mime_type: 'text/plain', preview_url: null, created_by: api.tenant } });
+    expect(json.data.id).toMatch(/^file_[0-9a-f]{32}$/);
+  });
+});
