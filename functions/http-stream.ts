@@ -1,0 +1,46 @@
+/**
+ * A Lambda Function URL in RESPONSE_STREAM mode -> the app, with live SSE. The invocation
+ * ends once the body is written and every turn it started has settled.
+ */
+import type { Context, LambdaFunctionURLEvent, StreamifyHandler } from 'aws-lambda';
+import { Hono } from 'hono';
+import { streamHandle } from 'hono/aws-lambda';
+import { readConfig } from '../lib/config';
+import { createApp } from '../lib/http/app';
+import { buildDeps } from '../lib/http/deps';
+import { settleInflight } from '../lib/http/inflight';
+import { createTelemetry, lambdaContext, withTelemetry } from '../lib/http/observability';
+
+/** A client that went away can stall the body for good: once the turns settled, it gets this long. */
+const DRAIN_MS = 10_000;
+
+const telemetry = createTelemetry();
+const { logger, metrics } = telemetry;
+const app = withTelemetry(createApp(buildDeps(readConfig(), { logger })), logger, metrics);
+const responded = new WeakMap<object, () => void>();
+// streamHandle calls awslambda.streamifyResponse itself; the export below wraps what it returns
+const serve = streamHandle(new Hono().all('*', async (c) => {
+  const response = await app.fetch(c.req.raw, c.env);
+  responded.get(lambdaContext(c) ?? {})?.();
+  return response;
+})) as unknown as StreamifyHandler<LambdaFunctionURLEvent, void>;
+
+export const handler = awslambda.streamifyResponse<LambdaFunctionURLEvent, void>(async (event, responseStream, context: Context) => {
+  let timer: NodeJS.Timeout | undefined;
+  let finished = false;
+  const stalled = new Promise<'stalled'>((resolve) => {
+    responded.set(context, () => void settleInflight().then(() => {
+      if (!finished) timer = setTimeout(resolve, Math.max(0, Math.min(DRAIN_MS, context.getRemainingTimeInMillis() - 1000)), 'stalled');
+    }));
+  });
+  try {
+    if ((await Promise.race([serve(event, responseStream, context), stalled])) === 'stalled') {
+      logger.info('response stream stalled after its turns settled; ending the invocation', { lambda_request_id: context.awsRequestId });
+    }
+  } finally {
+    finished = true;
+    clearTimeout(timer);
+    await settleInflight();
+    telemetry.flush();
+  }
+});

@@ -1,0 +1,28 @@
+/**
+ * API Gateway HTTP API (payload 2.0) -> the app. API Gateway buffers responses: an execute
+ * with `Accept: text/event-stream` arrives whole at the end; http-stream.ts (a Function URL)
+ * streams it live.
+ */
+import type { Context } from 'aws-lambda';
+import { defaultIsContentTypeBinary, handle, type LambdaEvent } from 'hono/aws-lambda';
+import { readConfig } from '../lib/config';
+import { createApp } from '../lib/http/app';
+import { buildDeps } from '../lib/http/deps';
+import { settleInflight } from '../lib/http/inflight';
+import { createTelemetry, withTelemetry } from '../lib/http/observability';
+
+const telemetry = createTelemetry();
+const { logger, metrics } = telemetry;
+const app = withTelemetry(createApp(buildDeps(readConfig(), { logger })), logger, metrics);
+// SSE is text: no base64 (a third larger) for API Gateway to decode
+const serve = handle(app, { isContentTypeBinary: (type) => !type.startsWith('text/event-stream') && defaultIsContentTypeBinary(type) });
+
+export async function handler(event: LambdaEvent, context: Context) {
+  try {
+    return await serve(event, context);
+  } finally {
+    // the invocation is frozen once this returns: no turn may be left half-done
+    await settleInflight();
+    telemetry.flush();
+  }
+}
