@@ -27,6 +27,8 @@ export interface HttpConfig {
   maxDslNodes: number;
   /** Uploaded files (Lambda's 6 MB request cap and base64 keep this at 4 MB at most there). */
   maxFileBytes: number;
+  /** How long a verified API key is trusted without asking the store again (revocation delay). */
+  authCacheMs: number;
 }
 
 export interface SecretsConfig {
@@ -101,6 +103,37 @@ function reader(env: Env, problems: string[]): Reader {
   };
 }
 
+export interface LocalConfig {
+  /** The local server's port. */
+  port: number;
+  /** Registered as an admin key of the tenant `local` (any string of 16+ characters). */
+  apiKey?: string;
+}
+
+/** `npm start`'s own settings: PORT and EASEL_API_KEY. */
+export function readLocalConfig(env: Env = process.env): LocalConfig {
+  const problems: string[] = [];
+  const r = reader(env, problems);
+  const port = r.integer('PORT', 3000, 0, 65_535);
+  const apiKey = r.get('EASEL_API_KEY');
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { port, ...(apiKey ? { apiKey } : {}) };
+}
+
+export interface CliConfig {
+  baseUrl: string;
+  apiKey?: string;
+}
+
+/** The CLI's settings: EASEL_BASE_URL and EASEL_API_KEY. */
+export function readCliConfig(env: Env = process.env): CliConfig {
+  const r = reader(env, []);
+  const baseUrl = (r.get('EASEL_BASE_URL') ?? 'http://127.0.0.1:3000').replace(/\/+$/, '');
+  if (!/^https?:\/\/\S+$/.test(baseUrl)) throw new ConfigError([`EASEL_BASE_URL must be an http(s) URL, got "${baseUrl}"`]);
+  const apiKey = r.get('EASEL_API_KEY');
+  return { baseUrl, ...(apiKey ? { apiKey } : {}) };
+}
+
 export function readConfig(env: Env = process.env): EaselConfig {
   const problems: string[] = [];
   const r = reader(env, problems);
@@ -172,6 +205,7 @@ export function readConfig(env: Env = process.env): EaselConfig {
       maxFieldBytes: integer('EASEL_MAX_FIELD_BYTES', 64 * 1024, 64, 1024 * 1024),
       maxDslNodes: integer('EASEL_MAX_DSL_NODES', 500, 1, 5000),
       maxFileBytes: integer('EASEL_MAX_FILE_BYTES', 4 * 1024 * 1024, 1024, 4 * 1024 * 1024),
+      authCacheMs: integer('EASEL_AUTH_CACHE_MS', 30_000, 0, 60_000),
     },
     secrets,
     llm,

@@ -49,7 +49,7 @@ export function buildDeps(config: EaselConfig, options: { logger?: Logger } = {}
   };
   return {
     engine,
-    auth: createAuthenticator(store),
+    auth: createAuthenticator(store, { cacheMs: config.http.authCacheMs }),
     limits: { maxBodyBytes: config.http.maxBodyBytes, maxResponseBytes: config.http.maxResponseBytes, maxJsonDepth: config.http.maxJsonDepth },
     maxFieldBytes: config.http.maxFieldBytes,
     maxDslNodes: config.http.maxDslNodes,

@@ -1,0 +1,124 @@
+/**
+ * `npm start [-- --in-memory]`: the whole API on http://127.0.0.1:$PORT with real SSE
+ * streaming, on DynamoDB Local (data in .easel/dynamodb, or nothing kept with --in-memory) or
+ * on EASEL_DYNAMODB_ENDPOINT. Registers EASEL_API_KEY (or a generated key) as an admin key
+ * of the tenant `local` and loads examples/. SIGINT/SIGTERM stop everything and exit 0.
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createAdaptorServer } from '@hono/node-server';
+import { ConfigError, readConfig, readLocalConfig } from '../config';
+import { createApp } from '../http/app';
+import { buildDeps } from '../http/deps';
+import { settleInflight } from '../http/inflight';
+import { newSecret } from '../http/routes/keys';
+import { createDynamoClients, ensureTable } from '../store/setup';
+import { apiKeyProblem, LOCAL_DATA_DIR, MIN_KEY_LENGTH, LOCAL_TENANT, loadExamples, readExamples, registerLocalKey } from './bootstrap';
+import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
+
+const HOST = '127.0.0.1';
+const SHUTDOWN_GRACE_MS = 5_000;
+
+async function main(): Promise<number> {
+  const began = Date.now();
+  // The AWS SDK warns about Node 20 on every client; Lambda runs nodejs22.x.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const args = process.argv.slice(2);
+  const unknown = args.filter((a) => a !== '--in-memory');
+  if (unknown.length > 0) return fail(`unknown argument ${unknown.join(' ')}; usage: npm start [-- --in-memory]`);
+  const inMemory = args.includes('--in-memory');
+  let local;
+  try {
+    local = readLocalConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) return fail(`invalid configuration:\n  ${error.problems.join('\n  ')}`);
+    throw error;
+  }
+  const { port } = local;
+  const envKey = local.apiKey;
+  const keyProblem = envKey === undefined ? undefined : apiKeyProblem(envKey);
+  if (keyProblem) return fail(`${keyProblem} (any string of ${MIN_KEY_LENGTH}+ characters; unset it to get a generated key)`);
+  let config;
+  try {
+    config = readConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) return fail(`invalid configuration:\n  ${error.problems.join('\n  ')}`);
+    throw error;
+  }
+
+  let ddb: DynamoDbLocal | undefined;
+  let server: Server | undefined;
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      if (server) {
+        const closed = new Promise<void>((done) => server?.close(() => done()));
+        server.closeIdleConnections();
+        // open streams get a grace period; the turns behind them commit regardless
+        const force = setTimeout(() => server?.closeAllConnections(), SHUTDOWN_GRACE_MS);
+        await closed;
+        clearTimeout(force);
+      }
+      await Promise.race([settleInflight(), new Promise((r) => setTimeout(r, SHUTDOWN_GRACE_MS))]);
+      await ddb?.stop();
+    })());
+  let resolveSignal: (signal: string) => void = () => undefined;
+  const signalled = new Promise<string>((r) => (resolveSignal = r));
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => resolveSignal(signal));
+
+  if (inMemory && config.store.endpoint) console.error('easel: --in-memory has no effect: EASEL_DYNAMODB_ENDPOINT names the DynamoDB to use');
+  const startup = (async () => {
+    const endpoint = config.store.endpoint ?? (ddb = await startDynamoDbLocal(inMemory ? { inMemory: true } : { dataDir: LOCAL_DATA_DIR })).endpoint;
+    const dbStarted = Date.now();
+    const { client } = createDynamoClients({ endpoint });
+    try {
+      await ensureTable(client, config.store.table);
+    } finally {
+      client.destroy();
+    }
+    const deps = buildDeps({ ...config, store: { ...config.store, endpoint } }, {
+      logger: { info: () => undefined, error: (message, fields) => console.error(`[easel] ${message}`, JSON.stringify(fields ?? {})) },
+    });
+    const secret = envKey ?? newSecret();
+    const key = await registerLocalKey(deps.engine.store, secret, envKey ? 'local admin (EASEL_API_KEY)' : `local admin (generated ${new Date().toISOString()})`);
+    const examples = await loadExamples(deps.engine.store, deps.engine.registry, await readExamples());
+    server = createAdaptorServer({ fetch: createApp(deps).fetch }) as Server;
+    await new Promise<void>((done, failed) => {
+      server?.once('error', failed).listen(port, HOST, () => done());
+    });
+    const url = `http://${HOST}:${(server.address() as AddressInfo).port}`;
+    const where = ddb ? `DynamoDB Local at ${endpoint} (${inMemory ? 'in memory: nothing is kept' : `data in ${LOCAL_DATA_DIR}`})` : `${endpoint} (EASEL_DYNAMODB_ENDPOINT)`;
+    const shownKey = envKey ? '$EASEL_API_KEY' : secret;
+    console.log(`Easel is listening on ${url}`);
+    console.log(`DynamoDB: ${where}, table ${config.store.table} (ready after ${dbStarted - began} ms)`);
+    console.log(envKey
+      ? `API key: the value of EASEL_API_KEY (admin, tenant ${LOCAL_TENANT}, id ${key.id})`
+      : `API key: ${secret} (admin, tenant ${LOCAL_TENANT}, id ${key.id}; generated for this start: set EASEL_API_KEY to keep one)`);
+    console.log(`Examples: ${examples.map((e) => `${e.id} (${e.action})`).join(', ')}`);
+    console.log(`Try: curl -s -X POST ${url}/workflows/v1/workflows/ex-support-triage/execute -H "Authorization: Bearer ${shownKey}" -H 'Content-Type: application/json' -d '{"run_input":{"query":"a billing question"}}'`);
+    console.log(`Ready in ${Date.now() - began} ms. Ctrl-C stops the server${ddb ? ' and DynamoDB Local' : ''}.`);
+  })();
+
+  const first = await Promise.race([startup.then(() => undefined, (error: unknown) => ({ error })), signalled.then((signal) => ({ signal }))]);
+  if (first && 'error' in first) {
+    await stop();
+    const error = first.error as Error & { code?: string };
+    if (error.code === 'EADDRINUSE') return fail(`port ${port} on ${HOST} is in use: stop what listens there or set PORT`);
+    return fail(error.message || String(error));
+  }
+  const signal = first?.signal ?? (await signalled);
+  console.log(`${signal}: stopping...`);
+  await startup.catch(() => undefined); // a half-started DynamoDB Local is stopped too
+  await stop();
+  console.log('Stopped.');
+  return 0;
+}
+
+function fail(message: string): number {
+  console.error(`easel: ${message}`);
+  return 1;
+}
+
+process.exitCode = await main();
+// A lingering socket or timer must not keep a stopped server alive.
+setTimeout(() => process.exit(), 200).unref();

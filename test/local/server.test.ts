@@ -1,0 +1,359 @@
+/**
+ * `npm start` end to end: the real entry point (tsx lib/local/server.ts) in a child process,
+ * first on its own DynamoDB Local (--in-memory), then twice on the test DynamoDB with one table
+ * to show a restart duplicates nothing; the examples over HTTP; the keys CLI; SIGINT.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compileWorkflow } from '../../lib/canvas';
+import { builtinComponents } from '../../lib/components';
+import { findApiKey } from '../../lib/store/api-keys';
+import { createDynamoClients, ensureTable } from '../../lib/store/setup';
+import { getWorkflow } from '../../lib/store/workflows';
+import {
+  apiKeyProblem,
+  EXAMPLES_DIR,
+  LOCAL_TENANT,
+  loadExamples,
+  localKeyId,
+  readExamples,
+  registerLocalKey,
+  REPO_ROOT,
+} from '../../lib/local/bootstrap';
+import { revokeApiKey } from '../../lib/store/api-keys';
+import { testTable } from '../helpers/dynamo';
+
+const TSX = join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
+const ADMIN_KEY = `local-test-key-${Math.random().toString(36).slice(2)}`;
+const EXAMPLE_IDS = ['ex-form-intake', 'ex-loop-survey', 'ex-support-triage'];
+
+function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => done(port));
+    });
+  });
+}
+
+/** True when nothing listens on the port (DynamoDB Local binds 0.0.0.0, the server 127.0.0.1). */
+function portFree(port: number, host: string): Promise<boolean> {
+  return new Promise((done) => {
+    const server = createServer();
+    server.once('error', () => done(false));
+    server.listen(port, host, () => server.close(() => done(true)));
+  });
+}
+
+/** The environment of a child: the parent's, minus what would change its behaviour. */
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
+  for (const name of Object.keys(env)) if (name.startsWith('EASEL_') || name === 'PORT') delete env[name];
+  return { ...env, ...extra };
+}
+
+interface Running {
+  url: string;
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+const children = new Set<ChildProcess>();
+afterAll(async () => {
+  // a failed test must not leave a server (or its DynamoDB Local) behind
+  await Promise.all([...children].map(async (child) => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+  }));
+});
+
+function spawnServer(env: Record<string, string>, args: string[] = []): Omit<Running, 'url'> {
+  const child = spawn(TSX, ['lib/local/server.ts', ...args], { cwd: REPO_ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let out = '';
+  let err = '';
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+async function startServer(env: Record<string, string>, args: string[] = [], timeoutMs = 60_000): Promise<Running> {
+  const port = await freePort();
+  const running = spawnServer({ PORT: String(port), EASEL_API_KEY: ADMIN_KEY, ...env }, args);
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + timeoutMs;
+  let gone = false;
+  void running.exited.then(() => (gone = true));
+  for (;;) {
+    if (gone) throw new Error(`the server exited before it was ready:\n${running.stdout()}\n${running.stderr()}`);
+    if (Date.now() > deadline) throw new Error(`the server was not ready after ${timeoutMs} ms:\n${running.stdout()}\n${running.stderr()}`);
+    const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
+    // /health answers once the app serves, which is after the examples and the key are in
+    if (ok && running.stdout().includes('Ready in')) return { ...running, url };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function stopServer(server: Running, signal: NodeJS.Signals = 'SIGINT'): Promise<number | null> {
+  server.child.kill(signal);
+  const code = await server.exited;
+  children.delete(server.child);
+  return code;
+}
+
+async function api(url: string, key: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  return { status: response.status, json: text ? JSON.parse(text) : undefined };
+}
+
+/** The text of the turn's messages (deltas are merged in the JSON response). */
+function messages(turn: { events: { event: string; data: { content?: string } }[] }): string {
+  return turn.events.filter((e) => e.event === 'message').map((e) => e.data.content).join('\n');
+}
+
+async function keysCli(url: string, key: string | undefined, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(TSX, ['lib/local/keys-cli.ts', ...args], {
+    cwd: REPO_ROOT,
+    env: childEnv({ EASEL_BASE_URL: url, ...(key === undefined ? {} : { EASEL_API_KEY: key }) }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout, stderr };
+}
+
+describe('examples', () => {
+  it('are valid workflows with their stable ids', async () => {
+    const examples = await readExamples();
+    expect(examples.map((e) => e.id)).toEqual(EXAMPLE_IDS);
+    for (const e of examples) {
+      expect(() => compileWorkflow(e.dsl, builtinComponents), e.id).not.toThrow();
+      expect(e.name).not.toBe('');
+      expect(e.description).not.toBe('');
+    }
+    const raw = JSON.parse(await readFile(join(EXAMPLES_DIR, 'loop-survey.json'), 'utf8'));
+    expect(raw.dsl.components['Loop:Survey'].obj.params.maximum_loop_count).toBe(3);
+  });
+});
+
+describe('npm start on its own DynamoDB Local (--in-memory)', () => {
+  let server: Running;
+  let dynamoPort: number;
+
+  beforeAll(async () => {
+    server = await startServer({}, ['--in-memory']);
+  }, 60_000);
+
+  it('prints the URL, where the data is, the key, the example ids and a curl line', () => {
+    const out = server.stdout();
+    expect(out).toContain(`Easel is listening on ${server.url}`);
+    const db = /DynamoDB: DynamoDB Local at http:\/\/127\.0\.0\.1:(\d+) \(in memory: nothing is kept\), table easel-local/.exec(out);
+    expect(db, out).not.toBeNull();
+    dynamoPort = Number(db?.[1]);
+    expect(out).toContain(`API key: the value of EASEL_API_KEY (admin, tenant local, id ${localKeyId(ADMIN_KEY)})`);
+    expect(out).not.toContain(ADMIN_KEY); // a key the user chose is not echoed
+    expect(out).toContain('Examples: ex-form-intake (created), ex-loop-survey (created), ex-support-triage (created)');
+    expect(out).toMatch(new RegExp(`Try: curl -s -X POST ${server.url}/workflows/v1/workflows/ex-support-triage/execute -H "Authorization: Bearer \\$EASEL_API_KEY"`));
+  });
+
+  it('runs the form intake: a pause, an empty answer pauses again, the answers complete it', async () => {
+    const path = '/workflows/v1/workflows/ex-form-intake/execute';
+    const t1 = await api(server.url, ADMIN_KEY, 'POST', path, { run_input: { query: 'I want to sign up' } });
+    expect(t1.status).toBe(200);
+    expect(t1.json).toMatchObject({ status: 'waiting_for_input', turn_number: 1, is_waiting_for_input: true });
+    expect(Object.keys(t1.json.next_input_hint.inputs)).toEqual(['name', 'email', 'plan', 'newsletter', 'notes']);
+    expect(t1.json.next_input_hint.inputs.plan.options).toEqual(['free', 'pro']);
+    const runId = t1.json.run_id as string;
+    const t2 = await api(server.url, ADMIN_KEY, 'POST', path, { run_id: runId, turn_number: 1, run_input: { inputs: {} } });
+    expect(t2.json).toMatchObject({ status: 'waiting_for_input', turn_number: 2 });
+    const inputs = { name: 'Ada Lovelace', email: 'ada@example.com', plan: 'pro', newsletter: true, notes: 'Call me after 5pm' };
+    const t3 = await api(server.url, ADMIN_KEY, 'POST', path, { run_id: runId, turn_number: 2, run_input: { inputs } });
+    expect(t3.json).toMatchObject({ status: 'completed', turn_number: 3, next_input_hint: null });
+    const text = messages(t3.json);
+    for (const value of ['Ada Lovelace', 'ada@example.com', 'pro', 'true', 'Call me after 5pm']) expect(text).toContain(value);
+    const run = await api(server.url, ADMIN_KEY, 'GET', `/workflows/v1/workflow-runs/${runId}`);
+    expect(run.json).toMatchObject({ run_id: runId, status: 'completed', turn_number: 3 });
+  });
+
+  it('routes the triage by category, streaming over SSE', async () => {
+    const response = await fetch(`${server.url}/workflows/v1/workflows/ex-support-triage/execute`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ run_input: { query: 'I have a billing question about my invoice' } }),
+    });
+    expect(response.headers.get('content-type')).toContain('text/event-stream');
+    const body = await response.text();
+    expect(body).toContain('event: message\n');
+    const last = /event: turn_response\ndata: (.*)\n/.exec(body);
+    expect(last, body).not.toBeNull();
+    const t1 = JSON.parse(last?.[1] ?? '{}');
+    expect(t1).toMatchObject({ status: 'completed', turn_number: 1 });
+    expect(messages(t1)).toMatch(/^\[billing\]/);
+    // conversational: the next query starts another pass of the same run
+    const t2 = await api(server.url, ADMIN_KEY, 'POST', '/workflows/v1/workflows/ex-support-triage/execute', {
+      run_id: t1.run_id,
+      run_input: { query: 'my shipping is late, where is the parcel?' },
+    });
+    expect(t2.json).toMatchObject({ status: 'completed', turn_number: 2 });
+    expect(messages(t2.json)).toMatch(/^\[shipping\]/);
+    const t3 = await api(server.url, ADMIN_KEY, 'POST', '/workflows/v1/workflows/ex-support-triage/execute', { run_input: { query: 'do you sell gift cards?' } });
+    expect(messages(t3.json)).toMatch(/^\[other\]/);
+  });
+
+  it('runs the loop survey: three answers, then the listing', async () => {
+    const path = '/workflows/v1/workflows/ex-loop-survey/execute';
+    let turn = await api(server.url, ADMIN_KEY, 'POST', path, {});
+    expect(turn.json).toMatchObject({ status: 'waiting_for_input', turn_number: 1 });
+    expect(Object.keys(turn.json.next_input_hint.inputs)).toEqual(['idea']);
+    const runId = turn.json.run_id as string;
+    const ideas = ['faster checkout', 'dark mode', 'more examples'];
+    for (const [i, idea] of ideas.entries()) {
+      turn = await api(server.url, ADMIN_KEY, 'POST', path, { run_id: runId, turn_number: i + 1, run_input: { inputs: { idea } } });
+      expect(turn.json.status).toBe(i < 2 ? 'waiting_for_input' : 'completed');
+    }
+    expect(turn.json.is_terminal).toBe(true);
+    expect(messages(turn.json)).toBe(`Thank you! Your three ideas: ${JSON.stringify(ideas)}`);
+  });
+
+  it('npm run keys: create, list and revoke over HTTP, with clear errors', async () => {
+    const created = await keysCli(server.url, ADMIN_KEY, ['create', '--name', 'embed', '--workflows', 'ex-form-intake']);
+    expect(created.code, created.stderr).toBe(0);
+    const secret = created.stdout.trim();
+    expect(secret).toMatch(/^ek_[A-Za-z0-9_-]{43}$/);
+    const id = /Created execute key ([0-9a-f]{16}) "embed" for ex-form-intake/.exec(created.stderr)?.[1];
+    expect(id, created.stderr).toBeDefined();
+
+    // an execute key reaches its workflow only, and cannot manage keys
+    expect((await api(server.url, secret, 'GET', '/workflows/v1/workflows/ex-form-intake')).status).toBe(200);
+    expect((await api(server.url, secret, 'GET', '/workflows/v1/workflows/ex-loop-survey')).status).toBe(404);
+    const forbidden = await keysCli(server.url, secret, ['list']);
+    expect(forbidden.code).toBe(1);
+    expect(forbidden.stderr).toContain('EASEL_API_KEY is not an admin key (403');
+
+    const listed = await keysCli(server.url, ADMIN_KEY, ['list']);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`${id}\\s+execute\\s+active\\s+\\S+\\s+embed\\s+ex-form-intake`));
+    expect(listed.stdout).toMatch(new RegExp(`${localKeyId(ADMIN_KEY)}\\s+admin\\s+active`));
+    expect(listed.stdout).not.toContain(secret);
+
+    // a key revoked before any request used it is refused at once (a cached key: within 30 s)
+    const spare = await keysCli(server.url, ADMIN_KEY, ['create', '--name', 'spare']);
+    const spareId = /Created admin key ([0-9a-f]{16})/.exec(spare.stderr)?.[1] as string;
+    const revoked = await keysCli(server.url, ADMIN_KEY, ['revoke', spareId]);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect(revoked.stdout).toContain(`Revoked ${spareId}`);
+    expect((await api(server.url, spare.stdout.trim(), 'GET', '/workflows/v1/workflows')).status).toBe(401);
+    const relisted = await keysCli(server.url, ADMIN_KEY, ['list']);
+    expect(relisted.stdout).toMatch(new RegExp(`${spareId}\\s+admin\\s+revoked \\S+`));
+
+    const unknownKey = await keysCli(server.url, 'not-a-key-of-this-server', ['list']);
+    expect(unknownKey.code).toBe(1);
+    expect(unknownKey.stderr).toContain('the server refused EASEL_API_KEY (401');
+    const down = await keysCli(`http://127.0.0.1:${await freePort()}`, ADMIN_KEY, ['list']);
+    expect(down.code).toBe(1);
+    expect(down.stderr).toMatch(/cannot reach the Easel server at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\): is `npm start` running\?/);
+    const noKey = await keysCli(server.url, undefined, ['list']);
+    expect(noKey.code).toBe(2);
+    expect(noKey.stderr).toContain('set EASEL_API_KEY');
+    const badScope = await keysCli(server.url, ADMIN_KEY, ['create', '--scope', 'execute']);
+    expect(badScope.code).toBe(2);
+    expect(badScope.stderr).toContain('an execute key needs --workflows');
+  }, 30_000);
+
+  it('stops on SIGINT: exit 0, and neither its port nor DynamoDB Local\'s stays taken', async () => {
+    const port = Number(new URL(server.url).port);
+    expect(await portFree(dynamoPort, '0.0.0.0')).toBe(false);
+    expect(await stopServer(server, 'SIGINT')).toBe(0);
+    expect(server.stdout()).toMatch(/SIGINT: stopping\.\.\.\nStopped\.\n$/);
+    expect(await portFree(port, '127.0.0.1')).toBe(true);
+    expect(await portFree(dynamoPort, '0.0.0.0')).toBe(true);
+  }, 20_000);
+});
+
+describe('npm start on an existing DynamoDB (EASEL_DYNAMODB_ENDPOINT)', () => {
+  const table = `easel-local-restart-${Date.now().toString(36)}`;
+
+  it('creates the table and the examples once: a restart duplicates nothing', async () => {
+    const env = { EASEL_DYNAMODB_ENDPOINT: testTable().endpoint, EASEL_DYNAMODB_TABLE: table };
+    const list = async (s: Running) => (await api(s.url, ADMIN_KEY, 'GET', '/workflows/v1/workflows?limit=100')).json.items.map((w: { id: string }) => w.id).sort();
+    const first = await startServer(env);
+    expect(first.stdout()).toContain(`DynamoDB: ${testTable().endpoint} (EASEL_DYNAMODB_ENDPOINT), table ${table}`);
+    expect(first.stdout()).toContain('Ctrl-C stops the server.');
+    expect(await list(first)).toEqual(EXAMPLE_IDS);
+    expect(await stopServer(first, 'SIGTERM')).toBe(0);
+
+    const second = await startServer(env);
+    expect(second.stdout()).toContain('Examples: ex-form-intake (unchanged), ex-loop-survey (unchanged), ex-support-triage (unchanged)');
+    expect(await list(second)).toEqual(EXAMPLE_IDS);
+    const form = await api(second.url, ADMIN_KEY, 'GET', '/workflows/v1/workflows/ex-form-intake');
+    expect(form.json).toMatchObject({ active_version: 1, latest_version: 1 });
+    // the same key works across restarts; it is registered once
+    const keys = (await api(second.url, ADMIN_KEY, 'GET', '/workflows/v1/keys')).json.items;
+    expect(keys.map((k: { id: string }) => k.id)).toEqual([localKeyId(ADMIN_KEY)]);
+    expect(await stopServer(second)).toBe(0);
+  }, 40_000);
+
+  it('refuses an EASEL_API_KEY under 16 characters, saying so', async () => {
+    const s = spawnServer({ EASEL_API_KEY: 'too-short', PORT: String(await freePort()) });
+    expect(await s.exited).toBe(1);
+    children.delete(s.child);
+    expect(s.stderr()).toContain('EASEL_API_KEY must be at least 16 characters long (it has 9)');
+  });
+});
+
+describe('bootstrap', () => {
+  const table = `easel-local-bootstrap-${Date.now().toString(36)}`;
+  const store = () => ({ doc: testTable().doc, table });
+  beforeAll(async () => {
+    const { client } = createDynamoClients({ endpoint: testTable().endpoint });
+    await ensureTable(client, table);
+    client.destroy();
+  });
+
+  it('registers the local key idempotently and refuses a revoked or malformed one', async () => {
+    expect(apiKeyProblem('x'.repeat(15))).toMatch(/at least 16/);
+    expect(apiKeyProblem('has a blank in it!!')).toMatch(/blanks/);
+    expect(apiKeyProblem('x'.repeat(16))).toBeUndefined();
+    const secret = 'bootstrap-key-0123456789';
+    expect(await registerLocalKey(store(), secret)).toEqual({ id: localKeyId(secret), created: true });
+    expect(await registerLocalKey(store(), secret)).toEqual({ id: localKeyId(secret), created: false });
+    expect(await findApiKey(store(), secret)).toMatchObject({ tenant: LOCAL_TENANT, scope: 'admin' });
+    await revokeApiKey(store(), LOCAL_TENANT, localKeyId(secret));
+    await expect(registerLocalKey(store(), secret)).rejects.toThrow(/revoked/);
+  });
+
+  it('loads the examples: created, unchanged, then a changed DSL becomes a new active version', async () => {
+    const examples = await readExamples();
+    expect((await loadExamples(store(), builtinComponents, examples)).map((e) => e.action)).toEqual(['created', 'created', 'created']);
+    // key order does not count as a change
+    const reordered = examples.map((e) => ({ ...e, dsl: Object.fromEntries(Object.entries(e.dsl).reverse()) }));
+    expect((await loadExamples(store(), builtinComponents, reordered)).map((e) => e.action)).toEqual(['unchanged', 'unchanged', 'unchanged']);
+    const changed = structuredClone(examples);
+    const form = changed[0]?.dsl.components as Record<string, { obj: { params: { content?: string[] } } }>;
+    (form['Message:Confirmation'] as { obj: { params: { content?: string[] } } }).obj.params.content = ['Changed, {UserFillUp:SignUpForm@name}.'];
+    expect((await loadExamples(store(), builtinComponents, changed)).map((e) => e.action)).toEqual(['updated', 'unchanged', 'unchanged']);
+    expect(await getWorkflow(store(), LOCAL_TENANT, 'ex-form-intake')).toMatchObject({ activeVersion: 2, latestVersion: 2 });
+    // an invalid example stores nothing
+    const broken = structuredClone(examples);
+    (broken[1] as { dsl: Record<string, unknown> }).dsl = { components: {} };
+    await expect(loadExamples(store(), builtinComponents, broken)).rejects.toThrow(/example ex-loop-survey is not a valid workflow/);
+  });
+});
