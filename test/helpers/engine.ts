@@ -16,11 +16,11 @@ export function testStore(): StoreContext {
   return { doc, table: tableName };
 }
 
-export function testEngine(options: { openaiUrl?: string; leaseMs?: number; store?: StoreContext } = {}): TurnEngine {
+export function testEngine(options: { openaiUrl?: string; leaseMs?: number; store?: StoreContext; allow?: string[] } = {}): TurnEngine {
   return {
     store: options.store ?? testStore(),
     registry: builtinComponents,
-    services: testServices(options.openaiUrl ? { openaiUrl: options.openaiUrl } : {}),
+    services: testServices({ ...(options.openaiUrl ? { openaiUrl: options.openaiUrl } : {}), ...(options.allow ? { allow: options.allow } : {}) }),
     leaseMs: options.leaseMs ?? 2000,
   };
 }
