@@ -53,7 +53,8 @@ describe('races', () => {
     expect(model.calls - calls).toBe(1);
     expect(target.requests.length - hits).toBe(1);
 
-    const winner = ok[0]?.json.events.find((e: { event: string }) => e.event === 'node_finished' && e.data.component_id === 'UserFillUp:Ask').data.outputs.answer;
+    type Finished = { event: string; data: { component_id?: string; outputs?: { answer?: string } } };
+    const winner = (ok[0]?.json.events as Finished[]).find((e) => e.event === 'node_finished' && e.data.component_id === 'UserFillUp:Ask')?.data.outputs?.answer;
     const turns = (await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns`)).json.items as { turn_number: number; request: { run_input: { inputs?: { answer?: string } } } }[];
     expect(turns.map((t) => t.turn_number)).toEqual([1, 2]);
     expect(turns[1]?.request.run_input.inputs?.answer).toBe(winner);
@@ -84,7 +85,7 @@ describe('races', () => {
     const turns: { turn_number: number; request: { run_input: { query: string } }; response: { outputs: unknown } }[] = [];
     let cursor: string | null = null;
     do {
-      const page = (await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns?limit=100${cursor ? `&cursor=${cursor}` : ''}`)).json;
+      const page: { items: typeof turns; next_cursor: string | null } = (await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns?limit=100${cursor ? `&cursor=${cursor}` : ''}`)).json;
       turns.push(...page.items);
       cursor = page.next_cursor;
     } while (cursor);
