@@ -78,7 +78,7 @@ describe('crash safety over HTTP', () => {
     const key = `crash-key-${tenant}-0123456789`;
     const store = testStore();
     await putApiKey(store, { tenant, id: tenant.slice(1, 17).padEnd(16, '0'), name: 'crash', scope: 'admin', workflowIds: [], createdAt: new Date().toISOString(), secretHash: hashSecret(key) });
-    const dsl = fixture('llm-stream') as { components: Record<string, { obj: { params: Record<string, unknown> }; downstream: string[]; upstream: string[] }> };
+    const dsl = fixture('llm-stream') as { components: Record<string, { obj: { component_name?: string; params: Record<string, unknown> }; downstream: string[]; upstream: string[] }> };
     // LLM -> Invoke -> Message: a side effect after the model call
     dsl.components['LLM:WiseOwl']!.downstream = ['Invoke:Log'];
     dsl.components['Invoke:Log'] = {
