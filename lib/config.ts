@@ -29,6 +29,10 @@ export interface HttpConfig {
   maxFileBytes: number;
   /** How long a verified API key is trusted without asking the store again (revocation delay). */
   authCacheMs: number;
+  /** Browser origins allowed to call the API cross-origin (EASEL_CORS_ORIGINS; `*` for any). */
+  corsOrigins: string[];
+  /** CSP `frame-ancestors` sources of the playground page (EASEL_FRAME_ANCESTORS). */
+  frameAncestors: string[];
 }
 
 export interface SecretsConfig {
@@ -134,6 +138,34 @@ export function readCliConfig(env: Env = process.env): CliConfig {
   return { baseUrl, ...(apiKey ? { apiKey } : {}) };
 }
 
+function commaList(raw: string | undefined): string[] {
+  return (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/** `https://app.example.com`, `http://localhost:8080` (scheme, host, port; no path) or `*`. */
+function corsOrigins(raw: string | undefined, problems: string[]): string[] {
+  const origins = commaList(raw).map((o) => o.replace(/\/+$/, ''));
+  for (const o of origins) {
+    if (o !== '*' && !/^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?$|^https?:\/\/\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(o)) {
+      problems.push(`EASEL_CORS_ORIGINS: "${o}" is not an origin (scheme://host[:port], or *)`);
+    }
+  }
+  return origins;
+}
+
+/** CSP source expressions: 'self', 'none' (alone), https:, https://*.example.com:443, *. */
+function frameAncestors(raw: string | undefined, problems: string[]): string[] {
+  const sources = commaList(raw).map((s) => (s === 'self' || s === 'none' ? `'${s}'` : s));
+  if (sources.length === 0) return ["'self'"];
+  for (const s of sources) {
+    const ok = s === "'self'" || s === "'none'" || s === '*' || /^https?:$/.test(s)
+      || /^(https?:\/\/)?(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:(\d{1,5}|\*))?$/.test(s);
+    if (!ok) problems.push(`EASEL_FRAME_ANCESTORS: "${s}" is not a CSP source ('self', 'none', https:, https://host[:port], https://*.example.com)`);
+  }
+  if (sources.includes("'none'") && sources.length > 1) problems.push("EASEL_FRAME_ANCESTORS: 'none' cannot be combined with other sources");
+  return sources;
+}
+
 export function readConfig(env: Env = process.env): EaselConfig {
   const problems: string[] = [];
   const r = reader(env, problems);
@@ -206,6 +238,8 @@ export function readConfig(env: Env = process.env): EaselConfig {
       maxDslNodes: integer('EASEL_MAX_DSL_NODES', 500, 1, 5000),
       maxFileBytes: integer('EASEL_MAX_FILE_BYTES', 4 * 1024 * 1024, 1024, 4 * 1024 * 1024),
       authCacheMs: integer('EASEL_AUTH_CACHE_MS', 30_000, 0, 60_000),
+      corsOrigins: corsOrigins(get('EASEL_CORS_ORIGINS'), problems),
+      frameAncestors: frameAncestors(get('EASEL_FRAME_ANCESTORS'), problems),
     },
     secrets,
     llm,

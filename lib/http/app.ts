@@ -19,6 +19,7 @@ import { registerKeyRoutes } from './routes/keys';
 import { registerRunRoutes } from './routes/runs';
 import { registerWorkflowRoutes } from './routes/workflows';
 import { registerRagflowRoutes } from './ragflow';
+import { registerPlayground } from './playground';
 
 export interface HttpLimits {
   /** Request bodies. @default 1 MiB */
@@ -49,6 +50,10 @@ export interface AppDeps {
   maxDslNodes?: number;
   /** Uploaded files. @default 4 MiB */
   maxFileBytes?: number;
+  /** Browser origins allowed to call the API (CORS); `*` for any. @default [] (same origin only) */
+  corsOrigins?: readonly string[];
+  /** CSP `frame-ancestors` of the playground page. @default ["'self'"] */
+  frameAncestors?: readonly string[];
 }
 
 export type AppEnv = { Variables: { principal: Principal } };
@@ -81,6 +86,8 @@ export function createApp(deps: AppDeps): App {
   app.notFound((c) => c.json({ code: 'not_found', error: 'no such route' }, 404));
 
   app.get('/health', (c) => c.json({ status: 'ok' }));
+  // the playground page (no auth: its API calls carry the key) and CORS, before auth runs
+  registerPlayground(app, deps);
 
   const jsonBodyLimit = bodyLimit({
     maxSize: limits.maxBodyBytes,

@@ -54,6 +54,8 @@ export function buildDeps(config: EaselConfig, options: { logger?: Logger } = {}
     maxFieldBytes: config.http.maxFieldBytes,
     maxDslNodes: config.http.maxDslNodes,
     maxFileBytes: config.http.maxFileBytes,
+    corsOrigins: config.http.corsOrigins,
+    frameAncestors: config.http.frameAncestors,
     ...(options.logger ? { logger: options.logger } : {}),
   };
 }

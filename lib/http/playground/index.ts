@@ -1,0 +1,78 @@
+/**
+ * The playground: a page served by the app itself (`GET /playground`, `GET /playground/{id}`
+ * for one workflow, embeddable in an iframe) that talks to the native API with the key the
+ * user enters. The page and its assets need no key; every API call it makes carries one.
+ * Also CORS for browsers on other origins (EASEL_CORS_ORIGINS) and the page's CSP
+ * `frame-ancestors` (EASEL_FRAME_ANCESTORS).
+ *
+ * The page is plain HTML + one hand-written ES module + one stylesheet (page.html, app.js,
+ * app.css beside this file), embedded in assets.generated.ts by `npm run build:playground` so
+ * that every deployment (Lambda bundles included) serves them without a file system.
+ */
+import type { Context } from 'hono';
+import { cors } from 'hono/cors';
+import type { App, AppDeps } from '../app';
+import { PLAYGROUND_ASSETS } from './assets.generated';
+
+/** Request headers a browser may send cross-origin to the API. */
+const CORS_ALLOW_HEADERS = ['authorization', 'content-type', 'accept', 'idempotency-key', 'prefer'];
+const CORS_EXPOSE_HEADERS = ['retry-after'];
+const WORKFLOW_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** The page's own policy: it loads only its two assets and talks only to its own origin. */
+export function pageCsp(frameAncestors: readonly string[]): string {
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "connect-src 'self'",
+    "img-src 'self' data:",
+    "base-uri 'none'",
+    "form-action 'none'",
+    `frame-ancestors ${(frameAncestors.length > 0 ? frameAncestors : ["'self'"]).join(' ')}`,
+  ].join('; ');
+}
+
+export function registerPlayground(app: App, deps: Pick<AppDeps, 'corsOrigins' | 'frameAncestors'>): void {
+  const origins = deps.corsOrigins ?? [];
+  if (origins.length > 0) {
+    const policy = cors({
+      origin: origins.includes('*') ? '*' : [...origins],
+      allowMethods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'],
+      allowHeaders: CORS_ALLOW_HEADERS,
+      exposeHeaders: CORS_EXPOSE_HEADERS,
+      maxAge: 600,
+    });
+    // before authentication: a preflight carries no key
+    app.use('/workflows/v1/*', policy);
+    app.use('/api/v1/*', policy);
+  }
+
+  const csp = pageCsp(deps.frameAncestors ?? ["'self'"]);
+  /** `assets` is the assets' path relative to the page, so the app may live under a prefix. */
+  const page = (c: Context, assets: string) =>
+    c.body(PLAYGROUND_ASSETS.html.replaceAll('%ASSETS%', assets), 200, {
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': csp,
+      'cache-control': 'no-cache',
+      'referrer-policy': 'no-referrer',
+      'x-content-type-options': 'nosniff',
+    });
+  const asset = (c: Context, body: string, type: string) =>
+    c.body(body, 200, {
+      'content-type': type,
+      // the page asks for them with ?v=<content hash>
+      'cache-control': c.req.query('v') ? 'public, max-age=31536000, immutable' : 'no-cache',
+      'x-content-type-options': 'nosniff',
+    });
+
+  app.get('/playground/assets/app.js', (c) => asset(c, PLAYGROUND_ASSETS.js, 'text/javascript; charset=utf-8'));
+  app.get('/playground/assets/app.css', (c) => asset(c, PLAYGROUND_ASSETS.css, 'text/css; charset=utf-8'));
+  // document base "/" for /playground, "/playground/" below it
+  app.get('/playground', (c) => page(c, 'playground/assets/'));
+  app.get('/playground/', (c) => page(c, 'assets/'));
+  app.get('/playground/:workflow_id', (c) => {
+    if (!WORKFLOW_ID.test(c.req.param('workflow_id'))) return c.json({ code: 'not_found', error: 'no such route' }, 404);
+    return page(c, 'assets/');
+  });
+}

@@ -1,0 +1,253 @@
+/**
+ * The playground in a real headless Chromium (Debian's `chromium` through playwright-core)
+ * against the app served on 127.0.0.1: the form-intake fixture completed through the page
+ * (key typed, workflow picked, message sent, form filled and submitted, the streamed
+ * "Welcome ..." message) with the README's screenshot taken on the way; every field type
+ * including a file upload; two tabs on one run, where the stale one is told the turn was
+ * already answered and reloads; and the page embedded in an iframe of another origin with an
+ * execute key passed once in the URL.
+ */
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { fixture } from '../helpers/canvas';
+import { testEngine } from '../helpers/engine';
+import { type Served, serveApp } from '../helpers/http';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOT = fileURLToPath(new URL('../../docs/playground.png', import.meta.url));
+const ALL_FIELDS = JSON.parse(readFileSync(new URL('./all-fields.json', import.meta.url), 'utf8')) as Record<string, unknown>;
+
+let browser: Browser;
+let api: Served;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`Chromium is not installed at ${CHROMIUM}: the browser tests need it. Install it with \`apt-get install -y --no-install-recommends chromium\` (.ci/run does so when it is missing).`);
+  }
+  [browser, api] = await Promise.all([
+    chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    }),
+    serveApp(testEngine()),
+  ]);
+}, 30_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await api?.close();
+});
+
+async function createWorkflow(name: string, dsl: unknown, on: Served = api): Promise<string> {
+  const res = await on.call('POST', '/workflows/v1/workflows', { body: { name, dsl } });
+  expect(res.status).toBe(201);
+  return res.json.id as string;
+}
+
+/** Uncaught errors of the page's script and Content-Security-Policy violations, per test. */
+const problems: string[] = [];
+afterEach(() => {
+  expect(problems.splice(0)).toEqual([]);
+});
+
+async function newPage(): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.setDefaultTimeout(10_000);
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) problems.push(`CSP: ${message.text()}`);
+  });
+  return page;
+}
+
+const text = async (page: Page, selector: string) => ((await page.locator(selector).textContent()) ?? '').trim();
+
+describe('the playground in Chromium', () => {
+  it('completes the form-intake workflow: key, workflow, message, form, streamed answer', async () => {
+    const wf = await createWorkflow('Form intake', fixture('form-intake'));
+    const page = await newPage();
+    await page.goto(`${api.url}/playground`);
+
+    // a key the server refuses is said so; the key is then typed once
+    await page.getByLabel('API key').fill('not-a-valid-key-0123456789');
+    await page.getByRole('button', { name: 'Use key' }).click();
+    await page.getByRole('alert').getByText('The server refused the API key').waitFor();
+    await page.getByLabel('API key').fill(api.adminKey);
+    await page.getByRole('button', { name: 'Use key' }).click();
+    await page.getByLabel('Workflow').selectOption(wf);
+    expect(await page.evaluate('sessionStorage.getItem("easel.playground.key")')).toBe(api.adminKey);
+
+    // a message starts the run; the pause is a form
+    await page.getByLabel('Message').fill('I would like to sign up');
+    await page.getByLabel('Message').press('Enter');
+    const form = page.locator('form.form');
+    await form.waitFor();
+    await page.getByText('Tell us about yourself (you said: I would like to sign up)').waitFor();
+    expect(await text(page, '#fact-status')).toBe('waiting_for_input');
+    expect(await text(page, '#fact-turn')).toBe('1');
+    const runId = await text(page, '#fact-run');
+    expect(runId).toMatch(/^[0-9a-f]{32}$/);
+    expect(page.url()).toContain(`run=${runId}`);
+    // the first field has the focus; required and optional fields are marked
+    expect(await page.evaluate('document.activeElement?.getAttribute("name")')).toBe('name');
+    expect(await form.getByLabel('Full name').getAttribute('required')).toBe('');
+    await form.getByText('(optional)').first().waitFor();
+
+    await form.getByLabel('Full name').fill('Ada');
+    await form.getByLabel('Age').fill('36');
+    await form.getByLabel('Plan').selectOption('pro');
+    await form.getByLabel('Newsletter').check();
+    await form.getByLabel('Profile').fill('{"city": "London"}');
+    // the README's picture: the form, filled in, about to be submitted
+    mkdirSync(fileURLToPath(new URL('../../docs/', import.meta.url)), { recursive: true });
+    // the README's picture: written when missing or asked for, so test runs leave the tree clean
+    const shot = await page.screenshot(existsSync(SCREENSHOT) && !process.env.EASEL_UPDATE_SCREENSHOT ? {} : { path: SCREENSHOT });
+    expect(shot.byteLength).toBeGreaterThan(1000);
+    await form.getByRole('button', { name: 'Submit' }).click();
+
+    await page.getByText('Welcome Ada (36), plan pro; city London.').waitFor();
+    await page.locator('#fact-status').filter({ hasText: 'completed' }).waitFor();
+    expect(await text(page, '#fact-turn')).toBe('2');
+    expect(await page.locator('form.form').count()).toBe(0);
+    const timeline = await page.locator('#timeline .ev-name').allTextContents();
+    expect(timeline).toEqual(expect.arrayContaining(['workflow_started', 'user_inputs', 'node_finished', 'message', 'workflow_finished', 'turn_response']));
+    expect(await page.locator('.entry.user').last().textContent()).toContain('Ada');
+
+    const run = await api.call('GET', `/workflows/v1/workflow-runs/${runId}`);
+    expect(run.json).toMatchObject({ status: 'completed', turn_number: 2 });
+    await page.close();
+  });
+
+  it('renders every field type, uploads a file through /files and sends its id', async () => {
+    const wf = await createWorkflow('All fields', ALL_FIELDS);
+    const page = await newPage();
+    await page.goto(`${api.url}/playground/${wf}?key=${encodeURIComponent(api.adminKey)}`);
+    await page.getByText(`All fields (${wf})`).waitFor();
+    await page.getByLabel('Message').fill('report');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const form = page.locator('form.form');
+    await form.waitFor();
+
+    const control = async (label: string) => form.getByLabel(label).evaluate((el) => `${el.tagName.toLowerCase()}:${el.getAttribute('type') ?? ''}:${el.getAttribute('step') ?? ''}`);
+    expect(await control('Title')).toBe('input:text:');
+    expect(await control('Summary')).toBe('textarea::');
+    expect(await control('Size')).toBe('select::');
+    expect(await control('Count')).toBe('input:number:1');
+    expect(await control('Ratio')).toBe('input:number:any');
+    expect(await control('Weight')).toBe('input:number:any');
+    expect(await control('Urgent')).toBe('input:checkbox:');
+    expect(await control('Metadata')).toBe('textarea::');
+    expect(await control('Document')).toBe('input:file:');
+
+    await form.getByLabel('Title').fill('Broken lamp');
+    await form.getByLabel('Summary').fill('It flickers.\nThen it stops.');
+    await form.getByLabel('Size').selectOption('large');
+    await form.getByLabel('Count').fill('3');
+    await form.getByLabel('Ratio').fill('0.25');
+    await form.getByLabel('Urgent').check();
+    // invalid JSON is refused by the page itself
+    await form.getByLabel('Metadata').fill('{not json');
+    await form.getByLabel('Document').setInputFiles({ name: 'lamp.txt', mimeType: 'text/plain', buffer: Buffer.from('flicker flicker') });
+    await form.getByRole('button', { name: 'Submit' }).click();
+    expect(await form.getByLabel('Metadata').evaluate((el) => (el as unknown as { validationMessage: string }).validationMessage)).toContain('valid JSON');
+    expect(await text(page, '#fact-turn')).toBe('1');
+    await form.getByLabel('Metadata').fill('{"tag": "lights"}');
+    await form.getByRole('button', { name: 'Submit' }).click();
+
+    const message = page.locator('.entry.assistant').filter({ hasText: 'Filed Broken lamp' });
+    await message.waitFor();
+    const content = (await message.textContent()) ?? '';
+    expect(content).toContain('It flickers.\nThen it stops. / size large / count 3 / ratio 0.25 / urgent true / tag lights / doc {"file_id":"file_');
+    // the workflow sees the uploaded file resolved from the id the page sent
+    expect(content).toContain('"name":"lamp.txt","size":15,"mime_type":"text/plain","text":"flicker flicker"');
+    const fileId = /"file_id":"(file_[0-9a-f]{32})"/.exec(content)?.[1];
+    const stored = await api.call('GET', `/workflows/v1/files/${fileId}`);
+    expect(stored.json).toMatchObject({ name: 'lamp.txt', size: 15 });
+    await page.close();
+  });
+
+  it('tells a stale tab that the turn was already answered, and reloads the run there', async () => {
+    const wf = await createWorkflow('Form intake', fixture('form-intake'));
+    const embedKey = await api.addKey(api.tenant, 'execute', [wf]);
+    const a = await newPage();
+    // an execute key given once in the URL: moved to sessionStorage and out of the address bar
+    await a.goto(`${api.url}/playground/${wf}?key=${encodeURIComponent(embedKey)}`);
+    await a.getByText(`Form intake (${wf})`).waitFor();
+    expect(a.url()).not.toContain('key=');
+    expect(await a.evaluate('sessionStorage.getItem("easel.playground.key")')).toBe(embedKey);
+    await a.getByLabel('Message').fill('sign me up');
+    await a.getByLabel('Message').press('Enter');
+    await a.locator('form.form').waitFor();
+    const runId = await text(a, '#fact-run');
+
+    // tab B opens the same run: it reads the run and shows the same form
+    const b = await newPage();
+    await b.goto(`${api.url}/playground/${wf}?run=${runId}&key=${encodeURIComponent(embedKey)}`);
+    await b.locator('form.form').waitFor();
+    expect(await text(b, '#fact-turn')).toBe('1');
+    await b.getByText('sign me up', { exact: true }).waitFor();
+
+    // A answers
+    const formA = a.locator('form.form');
+    await formA.getByLabel('Full name').fill('Ada');
+    await formA.getByLabel('Age').fill('36');
+    await formA.getByLabel('Plan').selectOption('free');
+    await formA.getByRole('button', { name: 'Submit' }).click();
+    await a.getByText('Welcome Ada (36), plan free; city .').waitFor();
+    await a.locator('#fact-status').filter({ hasText: 'completed' }).waitFor();
+
+    // B, still showing turn 1's form, submits too
+    const formB = b.locator('form.form');
+    await formB.getByLabel('Full name').fill('Bob');
+    await formB.getByLabel('Age').fill('40');
+    await formB.getByLabel('Plan').selectOption('pro');
+    await formB.getByRole('button', { name: 'Submit' }).click();
+    const alert = b.getByRole('alert');
+    await alert.getByText('This turn was already answered').waitFor();
+    expect(await alert.textContent()).toContain('The run is now at turn 2 (completed)');
+    // reloaded: A's answer and the final message are there, B's answer is marked as not sent
+    await b.getByText('Welcome Ada (36), plan free; city .').waitFor();
+    expect(await text(b, '#fact-status')).toBe('completed');
+    expect(await text(b, '#fact-turn')).toBe('2');
+    expect(await b.locator('form.form').count()).toBe(0);
+    expect(await b.locator('.entry.failed').filter({ hasText: 'Bob' }).textContent()).toContain('not sent');
+
+    const turns = await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns`);
+    expect(turns.json.items.map((t: { turn_number: number }) => t.turn_number)).toEqual([1, 2]);
+    expect(turns.json.items[1].request.run_input.inputs.name).toBe('Ada');
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('runs embedded in an iframe of an allowed origin, with an execute key given once', async () => {
+    const host: Server = createServer();
+    await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
+    const hostOrigin = `http://127.0.0.1:${(host.address() as AddressInfo).port}`;
+    const embedded = await serveApp(testEngine(), { frameAncestors: ["'self'", hostOrigin] });
+    try {
+      const wf = await createWorkflow('Form intake', fixture('form-intake'), embedded);
+      const key = await embedded.addKey(embedded.tenant, 'execute', [wf]);
+      host.on('request', (_req, res) => {
+        res.setHeader('content-type', 'text/html');
+        res.end(`<!doctype html><title>Host</title><h1>A partner site</h1><iframe title="Easel" src="${embedded.url}/playground/${wf}?key=${encodeURIComponent(key)}" width="900" height="600"></iframe>`);
+      });
+      const page = await newPage();
+      await page.goto(`${hostOrigin}/`);
+      const frame = page.frameLocator('iframe[title="Easel"]');
+      await frame.getByText(`Form intake (${wf})`).waitFor();
+      await frame.getByLabel('Message').fill('from the partner site');
+      await frame.getByLabel('Message').press('Enter');
+      await frame.getByText('Tell us about yourself (you said: from the partner site)').waitFor();
+      // the key left the iframe's URL
+      const inner = page.frames().find((f) => f.url().startsWith(embedded.url));
+      expect(inner?.url()).not.toContain('key=');
+      await page.close();
+    } finally {
+      host.close();
+      await embedded.close();
+    }
+  });
+});
