@@ -8,6 +8,13 @@ import { checkLlmSettings, type LlmSettings } from './llm/models';
 import { DEFAULT_RETRY } from './llm/retry';
 import { parseAllowList } from './outbound/ssrf';
 
+export interface QueueConfig {
+  /** The SQS queue of async and queued turns (EASEL_TURN_QUEUE_URL); unset: async turns are refused (npm start runs an in-process queue). */
+  url?: string;
+  /** How long an async turn's claim holds: queue wait plus run (EASEL_ASYNC_LEASE_MS). */
+  asyncLeaseMs: number;
+}
+
 export interface StoreConfig {
   /** Unset: the AWS default endpoint (on Lambda) or a launched DynamoDB Local (locally). */
   endpoint?: string;
@@ -46,6 +53,7 @@ export interface SecretsConfig {
 
 export interface EaselConfig {
   store: StoreConfig;
+  queue: QueueConfig;
   http: HttpConfig;
   secrets: SecretsConfig;
   llm: LlmSettings;
@@ -228,8 +236,10 @@ export function readConfig(env: Env = process.env): EaselConfig {
   const keyParameter = get('EASEL_LLM_API_KEY_PARAMETER');
   if (keyParameter) secrets.llmApiKeyParameter = keyParameter;
 
+  const queueUrl = get('EASEL_TURN_QUEUE_URL');
   const config: EaselConfig = {
     store: storeConfig(r),
+    queue: { ...(queueUrl ? { url: queueUrl } : {}), asyncLeaseMs: integer('EASEL_ASYNC_LEASE_MS', 20 * 60_000, 10_000, 3 * 3_600_000) },
     http: {
       maxBodyBytes: integer('EASEL_MAX_BODY_BYTES', 1024 * 1024, 1024, 6 * 1024 * 1024),
       maxResponseBytes: integer('EASEL_MAX_RESPONSE_BYTES', 256 * 1024, 1024, 6 * 1024 * 1024),

@@ -11,6 +11,7 @@ import type { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import type { TurnEngine } from '../turns/execute';
+import type { QueueMessage } from '../turns/queue';
 import type { Authenticator, Principal } from './auth';
 import { errorResponse, HttpError, INTERNAL_ERROR } from './errors';
 import { registerExecuteRoutes } from './routes/execute';
@@ -50,6 +51,10 @@ export interface AppDeps {
   maxDslNodes?: number;
   /** Uploaded files. @default 4 MiB */
   maxFileBytes?: number;
+  /** Hands an async turn (already claimed) to the worker; absent: `Prefer: respond-async` is refused. */
+  enqueue?: (message: QueueMessage) => Promise<void>;
+  /** How long an async turn's claim holds (queue wait plus run). @default 20 min */
+  asyncLeaseMs?: number;
   /** Browser origins allowed to call the API (CORS); `*` for any. @default [] (same origin only) */
   corsOrigins?: readonly string[];
   /** CSP `frame-ancestors` of the playground page. @default ["'self'"] */

@@ -10,6 +10,7 @@ import { createModelResolver } from '../llm/models';
 import { SsrfGuard } from '../outbound/ssrf';
 import { createDynamoClients } from '../store/setup';
 import type { TurnEngine } from '../turns/execute';
+import type { QueueMessage } from '../turns/queue';
 import type { AppDeps, Logger } from './app';
 import { createAuthenticator } from './auth';
 
@@ -18,6 +19,14 @@ async function ssmParameter(name: string): Promise<string | undefined> {
   const { getParameter } = await import('@aws-lambda-powertools/parameters/ssm');
   return getParameter(name, { decrypt: true, maxAge: 300 });
 }
+
+/** SQS is loaded only where a queue is configured. */
+async function sendToQueue(url: string, message: QueueMessage): Promise<void> {
+  const { SQSClient, SendMessageCommand } = await import('@aws-sdk/client-sqs');
+  sqs ??= new SQSClient({});
+  await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: JSON.stringify(message) }));
+}
+let sqs: import('@aws-sdk/client-sqs').SQSClient | undefined;
 
 export function buildDeps(config: EaselConfig, options: { logger?: Logger } = {}): AppDeps {
   const { doc } = createDynamoClients(config.store.endpoint ? { endpoint: config.store.endpoint } : {});
@@ -47,8 +56,11 @@ export function buildDeps(config: EaselConfig, options: { logger?: Logger } = {}
     stepBudgetTurn: config.stepBudgetTurn,
     stepBudgetRun: config.stepBudgetRun,
   };
+  const queueUrl = config.queue.url;
   return {
     engine,
+    asyncLeaseMs: config.queue.asyncLeaseMs,
+    ...(queueUrl ? { enqueue: (message) => sendToQueue(queueUrl, message) } : {}),
     auth: createAuthenticator(store, { cacheMs: config.http.authCacheMs }),
     limits: { maxBodyBytes: config.http.maxBodyBytes, maxResponseBytes: config.http.maxResponseBytes, maxJsonDepth: config.http.maxJsonDepth },
     maxFieldBytes: config.http.maxFieldBytes,

@@ -52,6 +52,7 @@ export const ExecuteBody = z
     run_id: RUN_ID.optional(),
     turn_number: z.number().int().min(0).optional(),
     run_input: RunInput.optional(),
+    callback_url: z.string().url().max(2048).optional().openapi({ description: 'Told (a signed POST) when this turn pauses, completes, fails or is cancelled' }),
   })
   .openapi('ExecuteRequest');
 

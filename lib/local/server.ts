@@ -10,6 +10,9 @@ import { createAdaptorServer } from '@hono/node-server';
 import { ConfigError, readConfig, readLocalConfig } from '../config';
 import { createApp } from '../http/app';
 import { buildDeps } from '../http/deps';
+import { SsrfGuard } from '../outbound/ssrf';
+import { processBatch } from '../turns/queue';
+import { createInProcessQueue } from './in-process-queue';
 import { settleInflight } from '../http/inflight';
 import { newSecret } from '../http/routes/keys';
 import { createDynamoClients, ensureTable } from '../store/setup';
@@ -82,6 +85,12 @@ async function main(): Promise<number> {
     const secret = envKey ?? newSecret();
     const key = await registerLocalKey(deps.engine.store, secret, envKey ? 'local admin (EASEL_API_KEY)' : `local admin (generated ${new Date().toISOString()})`);
     const examples = await loadExamples(deps.engine.store, deps.engine.registry, await readExamples());
+    // async and queued turns run in this process, through the same handler as the Lambda worker
+    if (!deps.enqueue) {
+      const guard = new SsrfGuard({ allow: config.ssrfAllow });
+      const queue = createInProcessQueue((records) => processBatch({ engine: deps.engine, guard, log: (m, f) => console.error(`[easel] ${m}`, JSON.stringify(f)) }, records));
+      deps.enqueue = queue.enqueue;
+    }
     server = createAdaptorServer({ fetch: createApp(deps).fetch }) as Server;
     await new Promise<void>((done, failed) => {
       server?.once('error', failed).listen(port, HOST, () => done());

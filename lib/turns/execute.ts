@@ -97,7 +97,7 @@ export interface TurnResult {
   replayed: boolean;
 }
 
-interface Prepared {
+export interface Prepared {
   canvas: Canvas;
   head: SessionHead;
   loaded: LoadedSession | null;
@@ -111,6 +111,29 @@ const windowHint = new Map<string, number>();
 
 /** Runs one turn of a run (creating the run on its first turn). */
 export async function executeTurn(engine: TurnEngine, original: TurnRequest): Promise<TurnResult> {
+  const begun = await claimNextTurn(engine, original);
+  if ('replay' in begun) return begun.replay;
+  if ('running' in begun) throw new TurnInProgressError(begun.running.turn - 1, 'running');
+  return runAndCommit(engine, begun.request, begun.prepared, begun.claim);
+}
+
+export type Begun =
+  | { replay: TurnResult }
+  /** The same key's turn is still running (only when the caller asked not to wait). */
+  | { running: { runId: string; turn: number } }
+  | { request: TurnRequest; prepared: Prepared; claim: Claim };
+
+/**
+ * Everything up to the claim: idempotency, the checks, the claim itself. What comes back is
+ * either the stored answer of a known key, or a turn that is ours for `leaseMs` — to run now,
+ * or (an async turn) to hand to a worker with its claim token.
+ */
+export async function claimNextTurn(
+  engine: TurnEngine,
+  original: TurnRequest,
+  options: { leaseMs?: number; waitForSameKey?: boolean } = {},
+): Promise<Begun> {
+  const leaseMs = options.leaseMs ?? leaseOf(engine);
   const fingerprint = fingerprintOf(original);
   // file ids in the inputs are resolved on this copy; the caller's request stays as sent
   const request: TurnRequest = { ...original };
@@ -118,8 +141,8 @@ export async function executeTurn(engine: TurnEngine, original: TurnRequest): Pr
     let replacing: string | null = null;
     let runId = request.runId;
     if (request.idempotencyKey) {
-      const known = await resolveKey(engine, request, fingerprint);
-      if ('replay' in known) return known.replay;
+      const known = await resolveKey(engine, request, fingerprint, options.waitForSameKey ?? true);
+      if ('replay' in known || 'running' in known) return known;
       replacing = known.replacing;
       runId ??= known.sessionId;
     }
@@ -138,11 +161,30 @@ export async function executeTurn(engine: TurnEngine, original: TurnRequest): Pr
       if (!recorded) continue;
     }
     const claim = prepared.loaded === null && prepared.head.turn === 0 && !runId
-      ? await createClaimed(engine, request, prepared, token)
-      : await claimTurn(engine.store, prepared.head, token, leaseOf(engine));
-    return runAndCommit(engine, request, prepared, claim);
+      ? await createClaimed(engine, request, prepared, token, leaseMs)
+      : await claimTurn(engine.store, prepared.head, token, leaseMs);
+    return { request, prepared, claim };
   }
   throw new TurnInProgressError(0, 'running');
+}
+
+/**
+ * Runs a turn claimed elsewhere — an async turn whose claim travelled in a queue message. A
+ * duplicate delivery of a turn already committed returns its stored answer; a claim that was
+ * lost (expired and taken over) is refused as a turn in progress.
+ */
+export async function runClaimedTurn(engine: TurnEngine, request: TurnRequest & { runId: string }, token: string): Promise<TurnResult> {
+  const head = await getHead(engine.store, request.tenant, request.runId);
+  if (!head.claim || head.claim.token !== token) {
+    const committed = await getTurn(engine.store, request.tenant, request.runId, head.turn);
+    if (committed && committed.committedBy === token) {
+      return { body: committed.response, response: JSON.parse(committed.response) as TurnResponse, replayed: true };
+    }
+    throw new TurnInProgressError(head.turn, head.status);
+  }
+  const own: TurnRequest = { ...request, turnNumber: head.turn };
+  const prepared = await prepareNext(engine, own, request.runId, token);
+  return runAndCommit(engine, own, prepared, head.claim);
 }
 
 /** Creates a run without a turn (RAGFlow's create_session): turn 0, `not_started`. */
@@ -193,7 +235,7 @@ async function prepareFirst(engine: TurnEngine, request: TurnRequest): Promise<P
   return { canvas, head, loaded: null, workflow };
 }
 
-async function prepareNext(engine: TurnEngine, request: TurnRequest, runId: string): Promise<Prepared> {
+async function prepareNext(engine: TurnEngine, request: TurnRequest, runId: string, ownClaim?: string): Promise<Prepared> {
   const hintKey = `${request.tenant}/${request.workflowId}`;
   const loaded = await loadSession(engine.store, request.tenant, runId, windowHint.get(hintKey) ?? 13);
   const { head } = loaded;
@@ -207,7 +249,7 @@ async function prepareNext(engine: TurnEngine, request: TurnRequest, runId: stri
     ? Canvas.restore(workflow, withHistory(loaded.latest.state, loaded.history, workflow), canvasOptions(engine, runId))
     : Canvas.create(workflow, canvasOptions(engine, runId));
   if (canvas.isTerminal) canvas.check({}); // throws run_finished
-  if (head.claim && head.claim.expiresAt > now(engine)) throw new TurnInProgressError(head.turn, head.status);
+  if (head.claim && head.claim.expiresAt > now(engine) && head.claim.token !== ownClaim) throw new TurnInProgressError(head.turn, head.status);
   if (request.command !== 'stop') {
     request.runInput = await resolveFileInputs(engine, request.tenant, canvas, request.runInput, expiryOf(engine));
     canvas.check(request.runInput ?? {});
@@ -215,8 +257,8 @@ async function prepareNext(engine: TurnEngine, request: TurnRequest, runId: stri
   return { canvas, head, loaded, workflow };
 }
 
-async function createClaimed(engine: TurnEngine, request: TurnRequest, prepared: Prepared, token: string): Promise<Claim> {
-  const expiresAt = now(engine) + leaseOf(engine);
+async function createClaimed(engine: TurnEngine, request: TurnRequest, prepared: Prepared, token: string, leaseMs: number): Promise<Claim> {
+  const expiresAt = now(engine) + leaseMs;
   const head = await createSession(engine.store, {
     tenant: request.tenant,
     id: prepared.head.id,
@@ -278,13 +320,13 @@ async function runAndCommit(engine: TurnEngine, request: TurnRequest, prepared: 
   return { body, response, replayed: false };
 }
 
-type KnownKey = { replay: TurnResult } | { replacing: string | null; sessionId?: string };
+type KnownKey = { replay: TurnResult } | { running: { runId: string; turn: number } } | { replacing: string | null; sessionId?: string };
 
 /**
  * What an Idempotency-Key already stands for: a committed turn (replay it), a request still
  * running (wait for it), or an attempt that died (take it over).
  */
-async function resolveKey(engine: TurnEngine, request: TurnRequest, fingerprint: string): Promise<KnownKey> {
+async function resolveKey(engine: TurnEngine, request: TurnRequest, fingerprint: string, wait: boolean): Promise<KnownKey> {
   const key = request.idempotencyKey as string;
   const deadline = now(engine) + (engine.idempotencyWaitMs ?? leaseOf(engine));
   for (let pause = 50; ; pause = Math.min(pause * 2, 500)) {
@@ -307,6 +349,7 @@ async function resolveKey(engine: TurnEngine, request: TurnRequest, fingerprint:
       // the attempt died (or lost its race): a first turn resumes on the run it created
       return { replacing: record.token, ...(head && !request.runId ? { sessionId: record.sessionId } : {}) };
     }
+    if (!wait) return { running: { runId: record.sessionId, turn: record.turn } };
     if (at + pause > deadline) throw new TurnInProgressError(head?.turn ?? 0, head?.status ?? 'running');
     await new Promise((resolve) => setTimeout(resolve, pause));
   }

@@ -211,7 +211,7 @@ describe('serverless package', () => {
 
   it('bundles each function on its own, SDK included', async () => {
     const zips = (await readdir(plain.dir)).filter((f) => f.endsWith('.zip')).sort();
-    expect(zips).toEqual(['http.zip', 'httpStream.zip', 'sessionCleanup.zip']);
+    expect(zips).toEqual(['http.zip', 'httpStream.zip', 'queueWorker.zip', 'sessionCleanup.zip']);
     const sizes: Record<string, string> = {};
     for (const zip of zips) {
       const bytes = await readFile(join(plain.dir, zip));
@@ -222,5 +222,15 @@ describe('serverless package', () => {
     console.info('zipped bundles:', sizes);
     expect((await readFile(join(plain.dir, 'http.zip'))).includes('functions/http.js')).toBe(true);
     expect((await readFile(join(plain.dir, 'httpStream.zip'))).includes('functions/http-stream.js')).toBe(true);
+    expect((await readFile(join(plain.dir, 'queueWorker.zip'))).includes('functions/queue-worker.js')).toBe(true);
+  });
+
+  it('wires the turn queue: a dead-letter queue after five deliveries, an alarm, the worker with partial batch failures', () => {
+    const resources = plain.template.Resources as Record<string, { Type: string; Properties: Record<string, any> }>;
+    expect(resources.TurnQueue?.Properties.RedrivePolicy).toEqual({ deadLetterTargetArn: { 'Fn::GetAtt': ['TurnDeadLetters', 'Arn'] }, maxReceiveCount: 5 });
+    expect(resources.TurnQueue?.Properties.VisibilityTimeout).toBeGreaterThanOrEqual(900);
+    expect(resources.TurnDeadLettersAlarm?.Type).toBe('AWS::CloudWatch::Alarm');
+    const mapping = Object.values(resources).find((r) => r.Type === 'AWS::Lambda::EventSourceMapping' && JSON.stringify(r.Properties.EventSourceArn).includes('TurnQueue'));
+    expect(mapping?.Properties.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
   });
 });

@@ -6,7 +6,9 @@
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import type { CanvasEvent } from '../../canvas';
-import { executeTurn, type TurnRequest, type TurnResult } from '../../turns/execute';
+import { releaseClaim } from '../../store/sessions';
+import { claimNextTurn, executeTurn, type TurnRequest, type TurnResult } from '../../turns/execute';
+import type { QueueMessage } from '../../turns/queue';
 import type { App, AppDeps, HttpLimits } from '../app';
 import { requireWorkflow } from '../auth';
 import { errorResponse, HttpError, INTERNAL_ERROR } from '../errors';
@@ -56,6 +58,9 @@ export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimit
         ...(c.req.valid('header')['idempotency-key'] ? { idempotencyKey: c.req.valid('header')['idempotency-key'] } : {}),
       };
       checkFieldSizes(body.run_input, deps.maxFieldBytes ?? 64 * 1024);
+      if (/respond-async/i.test(c.req.header('prefer') ?? '')) {
+        return asyncTurn(deps, request, body.callback_url, limits);
+      }
       const streaming = (c.req.header('accept') ?? '').includes('text/event-stream');
       if (!streaming) {
         const result = await executeTurn(deps.engine, request);
@@ -64,6 +69,53 @@ export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimit
       return streamTurn(deps, request);
     },
   );
+}
+
+/**
+ * `Prefer: respond-async`: the turn is claimed now — so concurrent requests meet it — and runs
+ * in a worker that receives the claim with the message. 202 names the turn in flight.
+ */
+async function asyncTurn(deps: AppDeps, request: TurnRequest, callbackUrl: string | undefined, limits: HttpLimits): Promise<Response> {
+  if (!deps.enqueue) throw new HttpError('invalid_request', 'asynchronous turns are not configured here (no turn queue)');
+  const begun = await claimNextTurn(deps.engine, request, { leaseMs: deps.asyncLeaseMs ?? 20 * 60_000, waitForSameKey: false });
+  if ('replay' in begun) return new Response(capped(begun.replay.body, limits.maxResponseBytes), { status: 200, headers: { 'content-type': 'application/json' } });
+  const inFlight = 'running' in begun
+    ? begun.running
+    : { runId: begun.prepared.head.id, turn: begun.claim.turn };
+  if (!('running' in begun)) {
+    const { head } = begun.prepared;
+    try {
+      await deps.enqueue({
+        tenant: request.tenant,
+        workflow_id: request.workflowId,
+        run_id: head.id,
+        turn_number: head.turn,
+        run_input: queueInput(request),
+        ...(request.idempotencyKey ? { idempotency_key: request.idempotencyKey } : {}),
+        ...(callbackUrl ? { callback_url: callbackUrl } : {}),
+        claim: { token: begun.claim.token, turn: begun.claim.turn },
+      });
+    } catch (error) {
+      await releaseClaim(deps.engine.store, head, begun.claim).catch(() => undefined);
+      throw new HttpError('unavailable', 'the turn could not be queued; nothing was started', { cause: String(error) });
+    }
+  }
+  return new Response(JSON.stringify({ run_id: inFlight.runId, turn_number: inFlight.turn, status: 'running' }), {
+    status: 202,
+    headers: { 'content-type': 'application/json', location: `/workflows/v1/workflow-runs/${inFlight.runId}` },
+  });
+}
+
+/** The run input as a queue message carries it (JSON only: no nulls, no signal). */
+function queueInput(request: TurnRequest): QueueMessage['run_input'] {
+  const i = request.runInput ?? {};
+  return {
+    ...(i.query ? { query: i.query } : {}),
+    ...(i.inputs ? { inputs: i.inputs } : {}),
+    ...(i.files ? { files: i.files } : {}),
+    ...(i.user_id ? { user_id: i.user_id } : {}),
+    ...(request.command ? { command: request.command } : {}),
+  };
 }
 
 /** No single form value or query may be larger than `max` bytes. */

@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
 import { type ApiKey, hashSecret, listApiKeys, putApiKey, revokeApiKey } from '../../store/api-keys';
+import { webhookSecret } from '../../store/tenants';
 import type { App, AppDeps } from '../app';
 import { requireAdmin } from '../auth';
 import { CreateKey, ErrorSchema, KeySchema } from '../schemas';
@@ -58,6 +59,20 @@ export function registerKeyRoutes(app: App, deps: AppDeps): void {
       const principal = c.get('principal');
       requireAdmin(principal);
       return c.json({ items: (await listApiKeys(store, principal.tenant)).map(keyView) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/workflows/v1/webhook-secret',
+      summary: 'The secret that signs this tenant’s webhooks (Easel-Signature), for verifying them',
+      responses: { 200: { description: 'the secret', content: { 'application/json': { schema: z.object({ secret: z.string() }) } } } },
+    }),
+    async (c) => {
+      const principal = c.get('principal');
+      requireAdmin(principal);
+      return c.json({ secret: await webhookSecret(store, principal.tenant) }, 200);
     },
   );
 

@@ -1,0 +1,128 @@
+/**
+ * Queue-triggered turns. A message starts or resumes a run:
+ *
+ *   {tenant, workflow_id, run_id?, turn_number?, version?, run_input, idempotency_key?,
+ *    callback_url?, claim?: {token, turn}}
+ *
+ * Resumes must carry `turn_number`; `claim` marks an async turn already claimed by the HTTP
+ * request that queued it. Outcomes: done (the callback is told), retry (another turn holds the
+ * run, or a transient failure: the message comes back later), or a permanent failure (invalid
+ * message, stale turn, unknown run, refused inputs: reported and dropped, never retried).
+ * Duplicate deliveries are absorbed by the idempotency key or the claim token.
+ */
+import { z } from 'zod';
+import { EaselError, TransientError } from '../canvas/errors';
+import { sendWebhook } from '../outbound/webhook';
+import type { SsrfGuard } from '../outbound/ssrf';
+import { TurnInProgressError } from '../store/errors';
+import { webhookSecret } from '../store/tenants';
+import { executeTurn, runClaimedTurn, type TurnEngine, type TurnRequest } from './execute';
+
+export const QueueMessage = z
+  .object({
+    tenant: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+    workflow_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+    run_id: z.string().regex(/^[0-9a-f]{32}$/).optional(),
+    turn_number: z.number().int().min(0).optional(),
+    version: z.number().int().min(1).optional(),
+    run_input: z
+      .object({
+        query: z.string().optional(),
+        inputs: z.record(z.string(), z.unknown()).optional(),
+        command: z.enum(['stop']).optional(),
+        files: z.array(z.unknown()).optional(),
+        user_id: z.string().optional(),
+      })
+      .default({}),
+    idempotency_key: z.string().regex(/^[A-Za-z0-9_.:-]{1,255}$/).optional(),
+    callback_url: z.string().url().max(2048).optional(),
+    claim: z.object({ token: z.string().regex(/^[0-9a-f]{32}$/), turn: z.number().int().min(1) }).optional(),
+  })
+  .refine((m) => m.run_id === undefined || m.turn_number !== undefined || m.claim !== undefined, {
+    path: ['turn_number'],
+    message: 'a message that resumes a run must carry turn_number',
+  });
+export type QueueMessage = z.output<typeof QueueMessage>;
+
+export type Outcome =
+  | { kind: 'done'; runId: string; turn: number; status: string }
+  | { kind: 'retry'; reason: string }
+  | { kind: 'failed'; code: string; reason: string };
+
+export interface QueueDeps {
+  engine: TurnEngine;
+  guard: SsrfGuard;
+  log?: (message: string, fields: Record<string, unknown>) => void;
+  /** Counted per outcome (metrics). */
+  count?: (outcome: Outcome['kind']) => void;
+}
+
+/** One message: run its turn and report where it went. Never throws. */
+export async function processMessage(deps: QueueDeps, body: string): Promise<Outcome> {
+  let message: QueueMessage;
+  try {
+    const parsed = QueueMessage.safeParse(JSON.parse(body));
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      return report(deps, undefined, { kind: 'failed', code: 'invalid_request', reason: `${issue?.path.join('.') || 'message'}: ${issue?.message}` });
+    }
+    message = parsed.data;
+  } catch {
+    return report(deps, undefined, { kind: 'failed', code: 'invalid_request', reason: 'the message is not JSON' });
+  }
+  const { command, ...runInput } = message.run_input;
+  const request: TurnRequest = {
+    tenant: message.tenant,
+    workflowId: message.workflow_id,
+    ...(message.run_id ? { runId: message.run_id } : {}),
+    ...(message.turn_number !== undefined ? { turnNumber: message.turn_number } : {}),
+    ...(message.version !== undefined ? { version: message.version } : {}),
+    runInput,
+    ...(command ? { command } : {}),
+    ...(message.idempotency_key ? { idempotencyKey: message.idempotency_key } : {}),
+  };
+  try {
+    const result = message.claim && message.run_id
+      ? await runClaimedTurn(deps.engine, { ...request, runId: message.run_id }, message.claim.token)
+      : await executeTurn(deps.engine, request);
+    const r = result.response;
+    if (message.callback_url) await notify(deps, message, r.status === 'waiting_for_input' ? 'turn.paused' : `turn.${r.status}`, r);
+    return report(deps, message, { kind: 'done', runId: r.run_id, turn: r.turn_number, status: r.status });
+  } catch (error) {
+    if (error instanceof TurnInProgressError || error instanceof TransientError) {
+      return report(deps, message, { kind: 'retry', reason: error.message });
+    }
+    const code = error instanceof EaselError ? error.code : 'internal_error';
+    const outcome: Outcome = { kind: 'failed', code, reason: error instanceof Error ? error.message : 'failed' };
+    if (!(error instanceof EaselError)) return report(deps, message, { kind: 'retry', reason: outcome.reason });
+    if (message.callback_url) await notify(deps, message, 'turn.rejected', { code, error: outcome.reason, run_id: message.run_id ?? null });
+    return report(deps, message, outcome);
+  }
+}
+
+async function notify(deps: QueueDeps, message: QueueMessage, event: string, payload: unknown): Promise<void> {
+  const secret = await webhookSecret(deps.engine.store, message.tenant);
+  const result = await sendWebhook({ url: message.callback_url as string, event, payload, secret, guard: deps.guard });
+  if (!result.delivered) deps.log?.('webhook not delivered', { event, attempts: result.attempts, status: result.status, error: result.error });
+}
+
+function report(deps: QueueDeps, message: QueueMessage | undefined, outcome: Outcome): Outcome {
+  deps.count?.(outcome.kind);
+  deps.log?.(`queued turn ${outcome.kind}`, {
+    tenant: message?.tenant,
+    workflow_id: message?.workflow_id,
+    run_id: message?.run_id ?? (outcome.kind === 'done' ? outcome.runId : undefined),
+    ...outcome,
+  });
+  return outcome;
+}
+
+/** SQS's partial batch response: the ids of the messages to deliver again. */
+export async function processBatch(deps: QueueDeps, records: readonly { messageId: string; body: string }[]): Promise<{ batchItemFailures: { itemIdentifier: string }[] }> {
+  const failures: { itemIdentifier: string }[] = [];
+  for (const record of records) {
+    const outcome = await processMessage(deps, record.body);
+    if (outcome.kind === 'retry') failures.push({ itemIdentifier: record.messageId });
+  }
+  return { batchItemFailures: failures };
+}
