@@ -69,9 +69,12 @@ export interface RunInput {
   user_id?: string | null;
   /** Aborting cancels the run between batches (status `cancelled`). */
   signal?: AbortSignal;
+  /** `timeout`: the waiting forms' timer fired; they take their timeout branch. */
+  command?: 'timeout' | null;
 }
 
 interface ParsedInput {
+  timeout: boolean;
   query: string | undefined;
   inputs: Record<string, unknown> | undefined;
   files: unknown[] | undefined;
@@ -110,6 +113,8 @@ export class Canvas {
   private active = false;
   private usage: TurnUsage = emptyUsage();
   private turnHistory: HistoryEntry[] = [];
+  /** A re-asked form keeps the deadline it was first asked with (until anything runs). */
+  private previousDue: number | undefined;
   /** Set when a turn did not reach its end (a transient error, an abandoned generator). */
   private broken = false;
   /** Nodes whose `node_finished` waits for their streamed outputs to be read. */
@@ -205,13 +210,20 @@ export class Canvas {
     this.broken = true;
     this.usage = emptyUsage();
     this.turnHistory = [];
+    this.previousDue = resuming && !request.timeout ? this.state.prompt?.due_at : undefined;
     try {
       const scope = this.scope(request.signal);
       const s = this.state;
       s.globals['sys.date'] = formatDate(this.clock());
       if (request.userId !== undefined) s.globals['sys.user_id'] = request.userId;
       if (request.files !== undefined) s.globals['sys.files'] = request.files;
-      if (resuming) {
+      if (resuming && request.timeout) {
+        for (const id of targets) {
+          if (this.workflow.node(id).definition.form?.timeoutSeconds?.(this.workflow.node(id).params) !== undefined) {
+            nodeState(this.state, id).form = { ...this.formState(id), timedOut: true };
+          }
+        }
+      } else if (resuming) {
         this.recordQuery(scope, request.query);
         this.applySubmission(targets, submission, request.query !== undefined);
       } else {
@@ -245,6 +257,9 @@ export class Canvas {
     const resuming = status === 'waiting_for_input';
     const hasInputs = request.inputs !== undefined && Object.keys(request.inputs).length > 0;
     if (!resuming && hasInputs && status !== 'not_started') throw new NotWaitingForInputError(status);
+    if (request.timeout && (!resuming || this.state.prompt?.due_at === undefined)) {
+      throw new NotWaitingForInputError(`${status} with no timer armed`);
+    }
     const targets = resuming ? (this.state.prompt?.component_ids ?? []) : [this.workflow.entryId];
     const submission = request.inputs === undefined ? undefined : this.normalize(targets, request.inputs);
     return { request, resuming, targets, submission };
@@ -308,6 +323,7 @@ export class Canvas {
 
       const waiting = s.frontier.filter((id) => !runnable.includes(id));
       const result = yield* this.runBatch(scope, runnable);
+      this.previousDue = undefined;
       const scheduled = unique([...waiting, ...result.next]).filter(
         (id) => !result.exited.some((container) => this.workflow.isInside(id, container)),
       );
@@ -405,11 +421,12 @@ export class Canvas {
 
   private async invoke(scope: RunScope, id: string, queue: EventQueue<CanvasEvent>): Promise<NodeOutcome> {
     const node = this.workflow.node(id);
-    const values = this.state.nodes[id]?.form?.values ?? NO_VALUES;
+    const form = this.state.nodes[id]?.form;
+    const values = form?.values ?? NO_VALUES;
     try {
       // A container's node_finished comes when its body ends; keep when it began.
       if (node.definition.container) nodeState(this.state, id).since = this.clock();
-      const ctx = new NodeContext(scope, id, queue, values);
+      const ctx = new NodeContext(scope, id, queue, values, form?.timedOut === true);
       const result = await node.definition.invoke(node.params, ctx);
       return { kind: 'ok', ...(result ?? {}) };
     } catch (error) {
@@ -435,6 +452,7 @@ export class Canvas {
     const form = node.definition.form;
     if (!form) return false;
     const state = this.formState(id);
+    if (state.timedOut) return false;
     const settled = !form.holdForOptional || state.submitted;
     return this.fields(id).some((f) => !fieldSatisfied(f, state.values[f.key], settled));
   }
@@ -532,7 +550,13 @@ export class Canvas {
       }
     }
     s.status = 'waiting_for_input';
-    s.prompt = { inputs, tips: tips.join('\n\n'), component_ids: [...holding] };
+    const timeouts = holding
+      .map((id) => this.workflow.node(id).definition.form?.timeoutSeconds?.(this.workflow.node(id).params))
+      .filter((t): t is number => t !== undefined);
+    // the earliest timer of the forms asked; a re-ask keeps the deadline set when first asked
+    const previousDue = this.previousDue;
+    const due = timeouts.length === 0 ? undefined : (previousDue ?? this.clock() + Math.min(...timeouts) * 1000);
+    s.prompt = { inputs, tips: tips.join('\n\n'), component_ids: [...holding], ...(due !== undefined ? { due_at: due } : {}) };
     yield event('user_inputs', { inputs, tips: s.prompt.tips });
   }
 
@@ -817,7 +841,10 @@ function emptyOfType(type: unknown): unknown {
 
 function parseRunInput(input: RunInput): ParsedInput {
   if (!isRecord(input as unknown)) throw new InvalidRunInputError('run_input', 'must be an object');
-  const { query, inputs, files, user_id: userId, signal } = input;
+  const { query, inputs, files, user_id: userId, signal, command } = input;
+  if (command !== undefined && command !== null && command !== 'timeout') {
+    throw new InvalidRunInputError('command', 'must be "timeout" (stop has its own method)');
+  }
   if (query !== undefined && query !== null && typeof query !== 'string') {
     throw new InvalidRunInputError('query', 'must be a string');
   }
@@ -831,6 +858,7 @@ function parseRunInput(input: RunInput): ParsedInput {
     throw new InvalidRunInputError('user_id', 'must be a string');
   }
   return {
+    timeout: command === 'timeout',
     query: query === null || query === undefined || query === '' ? undefined : query,
     inputs: inputs ?? undefined,
     files: files ?? undefined,

@@ -61,6 +61,8 @@ export interface ComponentContext {
   parent(): ParentHandle | undefined;
   /** Values the user submitted to this component's form (form components only). */
   readonly formValues: Readonly<Record<string, unknown>>;
+  /** The form's timer fired: it runs without an answer. */
+  readonly timedOut: boolean;
   /** Deterministic across pauses: the generator's state is part of the run state. */
   random(): number;
   now(): number;
@@ -93,6 +95,8 @@ export interface FormCapability<P> {
   /** Values persist from one visit to the next (Begin) instead of being asked anew. */
   keepValues: boolean;
   tips?(params: P, ctx: ComponentContext): Promise<string>;
+  /** Seconds the form waits before its timer fires (then it runs with `ctx.timedOut`). */
+  timeoutSeconds?(params: P): number | undefined;
 }
 
 /** The component that starts every pass of the workflow (Begin). */

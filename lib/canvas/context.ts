@@ -141,6 +141,7 @@ export class NodeContext implements ComponentContext {
     id: string,
     private readonly events: EventQueue<CanvasEvent>,
     readonly formValues: Readonly<Record<string, unknown>>,
+    readonly timedOut = false,
   ) {
     const node = scope.workflow.node(id);
     this.componentId = id;

@@ -25,6 +25,8 @@ export interface FormState {
   values: Record<string, unknown>;
   /** The form was submitted at least once during this visit. */
   submitted: boolean;
+  /** Its timer fired: it runs without an answer and takes its timeout branch. */
+  timedOut?: boolean;
 }
 
 export interface NodeState {
@@ -51,6 +53,8 @@ export interface PendingPrompt {
   inputs: Record<string, FieldView>;
   tips: string;
   component_ids: string[];
+  /** When a waiting form's timer fires (epoch ms); absent: no timer armed. */
+  due_at?: number;
 }
 
 export interface CanvasState {
@@ -114,7 +118,7 @@ export function readState(raw: unknown): CanvasState {
       if (!isPlainObject(f) || !isPlainObject(f.values) || typeof f.submitted !== 'boolean') {
         bad(`nodes.${id}.form`);
       }
-      restored.form = { values: toDict(f.values as Record<string, unknown>), submitted: f.submitted as boolean };
+      restored.form = { values: toDict(f.values as Record<string, unknown>), submitted: f.submitted as boolean, ...(f.timedOut === true ? { timedOut: true } : {}) };
     }
     nodes[id] = restored;
   }

@@ -14,7 +14,7 @@ import { decode, encode } from './codec';
 import { call, capacityParam, ConditionFailed, reportCapacity, type StoreContext } from './dynamo';
 import { NotFoundError, TurnConflictError, TurnInProgressError } from './errors';
 import { keys, SESSION_HEAD_SK, TURN_PREFIX, turnFromSk } from './item-keys';
-import { LISTING_INDEX } from './table';
+import { LISTING_INDEX, TIMER_INDEX } from './table';
 
 /** Largest compressed attribute kept inline; larger payloads go to chunked blobs. */
 const MAX_BLOB_CHUNK = 300 * 1024;
@@ -42,6 +42,8 @@ export interface SessionHead {
   /** Epoch seconds after which the session is gone. */
   expiresAt: number;
   claim: Claim | null;
+  /** When its armed form timer fires (epoch ms); null when none. */
+  dueAt?: number | null;
 }
 
 /** What one turn stored: the state after it and what it said. */
@@ -203,6 +205,8 @@ export interface Commit {
   payload: TurnPayload;
   idempotencyKey: string | null;
   ttlSeconds: number;
+  /** The run's form timer after this turn (epoch ms), or null. */
+  dueAt: number | null;
   /** Blobs the session already holds. */
   storedBlobs: ReadonlySet<string>;
 }
@@ -266,10 +270,20 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
     ctx.doc.send(new UpdateCommand({
       TableName: ctx.table,
       Key: { pk, sk: SESSION_HEAD_SK },
-      UpdateExpression: 'SET #turn = :turn, #status = :status, updated_at = :at, #ttl = :ttl REMOVE claim_turn, claim_token, claim_expires',
+      // an armed timer puts the head in the sparse timer index; none takes it out
+      UpdateExpression: c.dueAt === null
+        ? 'SET #turn = :turn, #status = :status, updated_at = :at, #ttl = :ttl REMOVE claim_turn, claim_token, claim_expires, due_at, gsi2pk, gsi2sk'
+        : 'SET #turn = :turn, #status = :status, updated_at = :at, #ttl = :ttl, due_at = :due, gsi2pk = :dueKey, gsi2sk = :dueSort REMOVE claim_turn, claim_token, claim_expires',
       ConditionExpression: '#turn < :turn AND claim_token = :tok',
       ExpressionAttributeNames: { '#turn': 'turn', '#status': 'status', '#ttl': 'ttl' },
-      ExpressionAttributeValues: { ':turn': c.claim.turn, ':status': c.status, ':at': iso(at), ':ttl': Math.floor(at / 1000) + c.ttlSeconds, ':tok': c.claim.token },
+      ExpressionAttributeValues: {
+        ':turn': c.claim.turn,
+        ':status': c.status,
+        ':at': iso(at),
+        ':ttl': Math.floor(at / 1000) + c.ttlSeconds,
+        ':tok': c.claim.token,
+        ...(c.dueAt === null ? {} : { ':due': c.dueAt, ':dueKey': 'DUE', ':dueSort': dueSortKey(c.dueAt, c.head.tenant, c.head.id) }),
+      },
       ...capacityParam(ctx),
     })).then((out) => reportCapacity(ctx, 'head', 'write', out.ConsumedCapacity)),
   ).catch((error: unknown) => {
@@ -535,7 +549,29 @@ export function toHead(item: Record<string, unknown>): SessionHead {
     claim: typeof item.claim_turn === 'number'
       ? { turn: item.claim_turn, token: item.claim_token as string, expiresAt: item.claim_expires as number }
       : null,
+    dueAt: typeof item.due_at === 'number' ? item.due_at : null,
   };
+}
+
+function dueSortKey(dueAt: number, tenant: string, id: string): string {
+  return `${String(dueAt).padStart(15, '0')}#${tenant}#${id}`;
+}
+
+/** Runs whose form timer is due at `nowMs`, oldest first, from the sparse timer index. */
+export async function listDueRuns(ctx: StoreContext, nowMs: number, limit: number): Promise<{ tenant: string; id: string }[]> {
+  const { Items = [] } = await call('list due timers', () =>
+    ctx.doc.send(new QueryCommand({
+      TableName: ctx.table,
+      IndexName: TIMER_INDEX,
+      KeyConditionExpression: 'gsi2pk = :due AND gsi2sk <= :now',
+      ExpressionAttributeValues: { ':due': 'DUE', ':now': `${String(nowMs).padStart(15, '0')}#~` },
+      Limit: limit,
+    })),
+  );
+  return Items.map((i) => {
+    const m = /^T#([^#]+)#S#([0-9a-f]{32})$/.exec(i.pk as string);
+    return m ? { tenant: m[1] as string, id: m[2] as string } : undefined;
+  }).filter((r): r is { tenant: string; id: string } => r !== undefined);
 }
 
 function toTurn(item: Record<string, unknown>): TurnRecord {

@@ -9,10 +9,13 @@
  *                               B#<sha256>[#<i>]    content-addressed blobs of the session
  *   T#<tenant>#I#<key>          I                   idempotency record
  *
- * gsi1 lists workflows per tenant and sessions per workflow without reading their state.
+ * gsi1 lists workflows per tenant and sessions per workflow without reading their state; the
+ * sparse `timers` index holds the heads of runs whose form timer is armed, by due time.
  */
 import definition from './table.json';
 
 export const TABLE_DEFINITION = definition;
 export const LISTING_INDEX = 'gsi1';
+/** Sparse: only heads of runs waiting with an armed timer carry its keys (`DUE`, due time). */
+export const TIMER_INDEX = 'timers';
 export const TTL_ATTRIBUTE = 'ttl';

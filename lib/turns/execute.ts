@@ -297,6 +297,7 @@ async function runAndCommit(engine: TurnEngine, request: TurnRequest, prepared: 
     turn: claim.turn,
     terminal: canvas.isTerminal,
     waitingFor: canvas.prompt?.component_ids ?? [],
+    timerArmed: state.status === 'waiting_for_input' && state.prompt?.due_at !== undefined,
     events,
     usage: canvas.lastTurnUsage,
     createdAt: new Date(now(engine)).toISOString(),
@@ -315,6 +316,7 @@ async function runAndCommit(engine: TurnEngine, request: TurnRequest, prepared: 
     },
     idempotencyKey: request.idempotencyKey ?? null,
     ttlSeconds: ttlOf(engine),
+    dueAt: state.status === 'waiting_for_input' ? (state.prompt?.due_at ?? null) : null,
     storedBlobs: prepared.loaded?.storedBlobs ?? new Set(),
   });
   return { body, response, replayed: false };
@@ -396,13 +398,13 @@ function withHistory(state: unknown, history: unknown[], workflow: Workflow): un
 
 /** The request as it is fingerprinted and stored: what was asked, not how it was spelled. */
 function normalizedRequest(request: TurnRequest): Record<string, unknown> {
-  const { signal: _signal, ...runInput } = request.runInput ?? {};
+  const { signal: _signal, command: engineCommand, ...runInput } = request.runInput ?? {};
   return {
     workflow_id: request.workflowId,
     run_id: request.runId ?? null,
     turn_number: request.turnNumber ?? null,
     version: request.version ?? null,
-    command: request.command ?? null,
+    command: request.command ?? engineCommand ?? null,
     run_input: runInput,
   };
 }

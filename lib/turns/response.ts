@@ -63,6 +63,8 @@ export function buildResponse(args: {
   terminal: boolean;
   /** The forms the run waits for, when it does. */
   waitingFor: readonly string[];
+  /** A form timer is armed while the run waits. */
+  timerArmed: boolean;
   events: readonly CanvasEvent[];
   usage: TurnUsage;
   createdAt: string;
@@ -83,7 +85,7 @@ export function buildResponse(args: {
         ? { component_id: args.waitingFor[0] ?? '', tips: end.data.tips, inputs: end.data.inputs }
         : null,
     has_active_companions: false,
-    has_background_work: false,
+    has_background_work: args.timerArmed,
     outputs: end?.event === 'workflow_finished' ? end.data.outputs : null,
     usage: args.usage,
     events: mergeMessageDeltas(args.events),

@@ -24,6 +24,8 @@ export interface RunSummary {
   next_input_hint: NextInputHint | null;
   has_active_companions: false;
   has_background_work: boolean;
+  /** When the armed form timer fires (ISO), if one is. */
+  timer_due_at: string | null;
   user_id: string | null;
   created_at: string;
   updated_at: string;
@@ -47,7 +49,8 @@ export async function describeRun(engine: TurnEngine, tenant: string, runId: str
     is_terminal: canvas.isTerminal,
     next_input_hint: hintOf(canvas.prompt),
     has_active_companions: false,
-    has_background_work: false,
+    timer_due_at: canvas.prompt?.due_at !== undefined ? new Date(canvas.prompt.due_at).toISOString() : null,
+    has_background_work: canvas.status === 'waiting_for_input' && canvas.prompt?.due_at !== undefined,
     user_id: head.userId,
     created_at: head.createdAt,
     updated_at: head.updatedAt,

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import tableJson from '../../lib/store/table.json';
-import { LISTING_INDEX, TTL_ATTRIBUTE } from '../../lib/store/table';
+import { LISTING_INDEX, TIMER_INDEX, TTL_ATTRIBUTE } from '../../lib/store/table';
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '../..');
@@ -132,7 +132,7 @@ describe('serverless package', () => {
     expect(table.Properties.KeySchema).toEqual(tableJson.KeySchema);
     expect(table.Properties.AttributeDefinitions).toEqual(tableJson.AttributeDefinitions);
     expect(table.Properties.GlobalSecondaryIndexes).toEqual(tableJson.GlobalSecondaryIndexes);
-    expect(table.Properties.GlobalSecondaryIndexes.map((i: { IndexName: string }) => i.IndexName)).toEqual([LISTING_INDEX]);
+    expect(table.Properties.GlobalSecondaryIndexes.map((i: { IndexName: string }) => i.IndexName)).toEqual([LISTING_INDEX, TIMER_INDEX]);
     expect(table.Properties.TimeToLiveSpecification).toEqual({ AttributeName: TTL_ATTRIBUTE, Enabled: true });
     expect(TTL_ATTRIBUTE).toBe('ttl');
     expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
@@ -211,7 +211,7 @@ describe('serverless package', () => {
 
   it('bundles each function on its own, SDK included', async () => {
     const zips = (await readdir(plain.dir)).filter((f) => f.endsWith('.zip')).sort();
-    expect(zips).toEqual(['http.zip', 'httpStream.zip', 'queueWorker.zip', 'sessionCleanup.zip']);
+    expect(zips).toEqual(['http.zip', 'httpStream.zip', 'pump.zip', 'queueWorker.zip', 'sessionCleanup.zip']);
     const sizes: Record<string, string> = {};
     for (const zip of zips) {
       const bytes = await readFile(join(plain.dir, zip));

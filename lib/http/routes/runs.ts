@@ -4,6 +4,7 @@ import { RUN_STATUSES } from '../../canvas';
 import { keys } from '../../store/item-keys';
 import { listSessions } from '../../store/sessions';
 import { deleteRun, describeRun, runTurn, runTurns } from '../../turns/runs';
+import { fireTimer } from '../../turns/timers';
 import type { App, AppDeps } from '../app';
 import { requireWorkflow } from '../auth';
 import { decodeCursor, encodeCursor } from '../cursor';
@@ -119,6 +120,23 @@ export function registerRunRoutes(app: App, deps: AppDeps): void {
         return new Response(new Blob(frames), { status: 200, headers: SSE_HEADERS });
       }
       return c.json({ ...turn, response: JSON.parse(turn.response) as unknown }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/workflows/v1/workflows/{id}/runs/{run_id}/pump-companions',
+      summary: 'Advance the run’s background work now: fire its armed form timer; answers the turn',
+      request: { params: RunParam.extend({ id: WORKFLOW_ID }) },
+      responses: { 200: json(z.looseObject({ run_id: z.string(), status: z.string(), turn_number: z.number().int() }), 'the timer turn'), ...errors, 409: json(ErrorSchema, 'no timer armed, or another turn in progress') },
+    }),
+    async (c) => {
+      const { id, run_id } = c.req.valid('param');
+      const run = await visibleRun(c, run_id);
+      if (run.workflow_id !== id) throw new HttpError('not_found', 'run not found');
+      const result = await fireTimer(engine, c.get('principal').tenant, run_id);
+      return c.json(result.response as unknown as { run_id: string; status: string; turn_number: number }, 200);
     },
   );
 

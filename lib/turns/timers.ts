@@ -1,0 +1,47 @@
+/**
+ * Background work while a run waits: a form's timer. When it fires — through the scheduled pump
+ * or on demand — the run takes a `timeout` turn: the waiting form runs without an answer and
+ * goes to its timeout branch. A timer and a user's answer racing each other are ordered by the
+ * same claim and commit as any two turns: exactly one of them is committed.
+ */
+import { NotWaitingForInputError } from '../canvas/errors';
+import { TurnConflictError, TurnInProgressError } from '../store/errors';
+import { getHead, listDueRuns } from '../store/sessions';
+import { executeTurn, type TurnEngine, type TurnResult } from './execute';
+
+/** Fires the run's armed timer now (`onlyIfDue`: only if its time has come). */
+export async function fireTimer(engine: TurnEngine, tenant: string, runId: string, options: { onlyIfDue?: boolean } = {}): Promise<TurnResult> {
+  const head = await getHead(engine.store, tenant, runId);
+  const now = (engine.clock ?? Date.now)();
+  if (head.dueAt === null || head.dueAt === undefined || (options.onlyIfDue && head.dueAt > now)) {
+    throw new NotWaitingForInputError(`${head.status}, with no timer due`);
+  }
+  return executeTurn(engine, { tenant, workflowId: head.workflowId, runId, turnNumber: head.turn, runInput: { command: 'timeout' } });
+}
+
+export interface PumpReport {
+  fired: number;
+  /** Answered or advanced by someone else first: nothing to do. */
+  skipped: number;
+  failed: number;
+}
+
+/** Fires every due timer (up to `limit`): what the scheduled pump runs. */
+export async function pumpDueTimers(engine: TurnEngine, limit = 100, log?: (message: string, fields: Record<string, unknown>) => void): Promise<PumpReport> {
+  const due = await listDueRuns(engine.store, (engine.clock ?? Date.now)(), limit);
+  const report: PumpReport = { fired: 0, skipped: 0, failed: 0 };
+  for (const run of due) {
+    try {
+      await fireTimer(engine, run.tenant, run.id, { onlyIfDue: true });
+      report.fired++;
+    } catch (error) {
+      if (error instanceof TurnConflictError || error instanceof TurnInProgressError || error instanceof NotWaitingForInputError) {
+        report.skipped++;
+      } else {
+        report.failed++;
+        log?.('timer failed', { tenant: run.tenant, run_id: run.id, error: error instanceof Error ? error.message : String(error) });
+      }
+    }
+  }
+  return report;
+}
