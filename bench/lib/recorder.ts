@@ -1,0 +1,146 @@
+/**
+ * Counting and recording DynamoDB calls, and replaying them bare. A thin decorator over the
+ * DocumentClient's `send`: every call still goes to DynamoDB; the decorator only notes its
+ * command (kind and input, by reference) and its latency in the trace of the request it
+ * belongs to (AsyncLocalStorage). `replay` issues a recorded sequence again, command by
+ * command, on a mirror session: the run id is swapped for another of the same length, so the
+ * items, their sizes and the conditions are the same and hold the same way.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { createHash } from 'node:crypto';
+import {
+  BatchGetCommand,
+  BatchWriteCommand,
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  TransactGetCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+
+export interface RecordedCall {
+  /** Command class name, e.g. `UpdateCommand`. */
+  name: string;
+  input: Record<string, unknown>;
+  /** Latency of the call as the caller saw it. */
+  ms: number;
+}
+
+export interface Trace {
+  calls: RecordedCall[];
+}
+
+export const traceContext = new AsyncLocalStorage<Trace>();
+
+/** Installs the recording decorator on `doc` (once). Calls outside a trace are only forwarded. */
+export function instrument(doc: DynamoDBDocumentClient): void {
+  const marked = doc as unknown as { __benchInstrumented?: boolean };
+  if (marked.__benchInstrumented) return;
+  marked.__benchInstrumented = true;
+  const original = doc.send.bind(doc) as (command: unknown, ...rest: unknown[]) => Promise<unknown>;
+  (doc as unknown as { send: typeof original }).send = async (command: unknown, ...rest: unknown[]) => {
+    const trace = traceContext.getStore();
+    if (!trace) return original(command, ...rest);
+    const call: RecordedCall = {
+      name: (command as object).constructor.name,
+      input: (command as { input: Record<string, unknown> }).input,
+      ms: 0,
+    };
+    trace.calls.push(call);
+    const started = performance.now();
+    try {
+      return await original(command, ...rest);
+    } finally {
+      call.ms = performance.now() - started;
+    }
+  };
+}
+
+const COMMANDS: Record<string, new (input: never) => unknown> = {
+  BatchGetCommand,
+  BatchWriteCommand,
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  TransactGetCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+};
+
+/** DynamoDB operation name of a command class name (`UpdateCommand` -> `UpdateItem`). */
+export function operationName(commandName: string): string {
+  const base = commandName.replace(/Command$/, '');
+  return ['Get', 'Put', 'Update', 'Delete'].includes(base) ? `${base}Item` : base;
+}
+
+/** The run (session) id a recorded sequence works on, from the session partition key. */
+export function runIdOf(calls: readonly RecordedCall[]): string | undefined {
+  let found: string | undefined;
+  const visit = (value: unknown): void => {
+    if (found) return;
+    if (typeof value === 'string') {
+      const m = /#S#([0-9a-f]{32})/.exec(value);
+      if (m) found = m[1];
+    } else if (Array.isArray(value)) value.forEach(visit);
+    else if (value && typeof value === 'object' && !(value instanceof Uint8Array)) Object.values(value).forEach(visit);
+  };
+  for (const c of calls) visit(c.input);
+  return found;
+}
+
+/** Another run id of the same length: the mirror session of `runId`. */
+export function mirrorId(runId: string): string {
+  return createHash('sha256').update(`mirror:${runId}`).digest('hex').slice(0, runId.length);
+}
+
+/** A copy of `value` with every occurrence of `from` in its strings replaced by `to`. */
+export function rewrite(value: unknown, from: string, to: string): unknown {
+  if (typeof value === 'string') return value.includes(from) ? value.split(from).join(to) : value;
+  if (value instanceof Uint8Array || value === null || typeof value !== 'object') return value;
+  if (value instanceof Set) return new Set([...value].map((v) => rewrite(v, from, to)));
+  if (Array.isArray(value)) return value.map((v) => rewrite(v, from, to));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[rewrite(k, from, to) as string] = rewrite(v, from, to);
+  return out;
+}
+
+/** Commands ready to send again on the mirror session (built ahead, outside any timing). */
+export function prepareReplay(calls: readonly RecordedCall[]): unknown[] {
+  const runId = runIdOf(calls);
+  return calls.map((c) => {
+    const Command = COMMANDS[c.name];
+    if (!Command) throw new Error(`cannot replay ${c.name}`);
+    const input = runId ? rewrite(c.input, runId, mirrorId(runId)) : c.input;
+    return new Command(input as never);
+  });
+}
+
+export interface ReplayResult {
+  ms: number;
+  /** CPU time of this process during the replay (µs); meaningful when nothing else runs. */
+  cpuUs: number;
+  /** Calls DynamoDB refused (a condition that held on the real session failed on its mirror). */
+  failures: number;
+}
+
+/** Sends prepared commands one after another, as the turn did. */
+export async function replay(doc: DynamoDBDocumentClient, commands: readonly unknown[]): Promise<ReplayResult> {
+  let failures = 0;
+  const send = doc.send.bind(doc) as (command: unknown) => Promise<unknown>;
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  for (const command of commands) {
+    try {
+      await send(command);
+    } catch {
+      failures++;
+    }
+  }
+  const ms = performance.now() - started;
+  const used = process.cpuUsage(cpu);
+  return { ms, cpuUs: used.user + used.system, failures };
+}

@@ -1,0 +1,146 @@
+/**
+ * The local stack under measurement, in a process of its own (as a Lambda is): the app exactly
+ * as the Lambda entry points wire it (readConfig -> buildDeps -> createApp, with request
+ * telemetry and one metrics flush per request), served by @hono/node-server, on the DynamoDB
+ * named by EASEL_DYNAMODB_ENDPOINT / EASEL_DYNAMODB_TABLE. Its DocumentClient carries the
+ * recording decorator (bench/lib/recorder.ts). A request with an `x-bench-trace` header gets
+ * its DynamoDB calls and its CPU time recorded under that id; the parent asks over IPC for
+ * traces and for bare replays of them. Logs (one JSON line and one EMF line per request, as on
+ * Lambda) go to stdout, which the parent counts.
+ */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { readConfig } from '../lib/config';
+import { createApp } from '../lib/http/app';
+import { buildDeps } from '../lib/http/deps';
+import { createTelemetry, withTelemetry } from '../lib/http/observability';
+import { hashSecret, putApiKey } from '../lib/store/api-keys';
+import { createWorkflow } from '../lib/store/workflows';
+import { instrument, operationName, prepareReplay, replay, type Trace, traceContext } from './lib/recorder';
+import { benchDsl } from './workflow';
+
+export interface TraceSummary {
+  /** DynamoDB operations in order, e.g. ['Query', 'UpdateItem', 'PutItem', 'UpdateItem']. */
+  operations: string[];
+  /** Time spent waiting for DynamoDB inside the request (sum of call latencies). */
+  dynamoMs: number;
+  /** CPU time of this process from the request's arrival to the end of its response. */
+  cpuUs: number;
+}
+
+export type StackRequest =
+  | { op: 'summary'; traces: string[] }
+  | { op: 'replay'; trace: string }
+  | { op: 'replaySessions'; sessions: string[][] }
+  | { op: 'forget'; traces: string[] }
+  | { op: 'cpu' };
+
+export type StackMessage =
+  | { type: 'ready'; url: string; apiKey: string; tenant: string; workflowId: string }
+  | { type: 'reply'; id: number; result?: unknown; error?: string };
+
+const traces = new Map<string, Trace & { cpuUs: number }>();
+const cpu = () => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+
+async function main(): Promise<void> {
+  const config = readConfig(process.env);
+  const telemetry = createTelemetry();
+  const deps = buildDeps(config, { logger: telemetry.logger });
+  const { store } = deps.engine;
+  instrument(store.doc);
+  const app = withTelemetry(createApp(deps), telemetry.logger, telemetry.metrics);
+
+  const tenant = `bench${randomBytes(4).toString('hex')}`;
+  const apiKey = `bench-${randomBytes(16).toString('hex')}`;
+  await putApiKey(store, { tenant, id: randomBytes(8).toString('hex'), name: 'bench', scope: 'admin', workflowIds: [], createdAt: new Date().toISOString(), secretHash: hashSecret(apiKey) });
+  const workflowId = `wf${randomBytes(4).toString('hex')}`;
+  await createWorkflow(store, { tenant, id: workflowId, name: 'bench', dsl: benchDsl() });
+
+  const fetch = async (request: Request): Promise<Response> => {
+    const id = request.headers.get('x-bench-trace');
+    if (!id) return app.fetch(request);
+    let trace = traces.get(id);
+    if (!trace) traces.set(id, (trace = { calls: [], cpuUs: 0 }));
+    try {
+      return await traceContext.run(trace, () => app.fetch(request));
+    } finally {
+      // a Lambda entry point publishes its metrics at the end of every invocation
+      telemetry.flush();
+    }
+  };
+  const server: ServerType = await new Promise((resolve) => {
+    const s = serve({ fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+  });
+  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
+    const id = req.headers['x-bench-trace'];
+    if (typeof id !== 'string') return;
+    const started = cpu();
+    res.on('finish', () => {
+      const trace = traces.get(id);
+      if (trace) trace.cpuUs = cpu() - started;
+    });
+  });
+
+  const handle = async (message: StackRequest): Promise<unknown> => {
+    switch (message.op) {
+      case 'summary':
+        return message.traces.map((id): TraceSummary => {
+          const t = traces.get(id);
+          if (!t) throw new Error(`no trace ${id}`);
+          return { operations: t.calls.map((c) => operationName(c.name)), dynamoMs: t.calls.reduce((n, c) => n + c.ms, 0), cpuUs: t.cpuUs };
+        });
+      case 'replay': {
+        const t = traces.get(message.trace);
+        if (!t) throw new Error(`no trace ${message.trace}`);
+        return replay(store.doc, prepareReplay(t.calls));
+      }
+      case 'replaySessions': {
+        // every session's turns in order, all sessions at once: the same calls as the stack made
+        const prepared = message.sessions.map((ids) => ids.map((id) => {
+          const t = traces.get(id);
+          if (!t) throw new Error(`no trace ${id}`);
+          return prepareReplay(t.calls);
+        }));
+        const latencies: number[] = [];
+        let failures = 0;
+        const started = performance.now();
+        await Promise.all(prepared.map(async (turns) => {
+          for (const commands of turns) {
+            const r = await replay(store.doc, commands);
+            latencies.push(r.ms);
+            failures += r.failures;
+          }
+        }));
+        return { ms: performance.now() - started, latencies, failures };
+      }
+      case 'forget':
+        for (const id of message.traces) traces.delete(id);
+        return null;
+      case 'cpu':
+        return cpu();
+    }
+  };
+
+  process.on('message', (raw: { id: number } & StackRequest) => {
+    handle(raw).then(
+      (result) => process.send?.({ type: 'reply', id: raw.id, result } satisfies StackMessage),
+      (error: unknown) => process.send?.({ type: 'reply', id: raw.id, error: String((error as Error)?.stack ?? error) } satisfies StackMessage),
+    );
+  });
+  process.on('disconnect', () => {
+    server.close();
+    process.exit(0);
+  });
+  const { port } = server.address() as AddressInfo;
+  process.send?.({ type: 'ready', url: `http://127.0.0.1:${port}`, apiKey, tenant, workflowId } satisfies StackMessage);
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

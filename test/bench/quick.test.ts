@@ -1,0 +1,44 @@
+/**
+ * The benchmarks' smoke test: `npm run bench -- --quick` (tiny counts) runs every measurement
+ * end to end, exits 0 and writes bench/results.json with every headline figure, so the bench
+ * cannot rot. The figures themselves are not checked here (BENCHMARKS.md has a real run's).
+ */
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const root = join(import.meta.dirname, '../..');
+
+const KEYS = [
+  'turn_overhead_ratio',
+  'round_trips_per_turn',
+  'write_growth_ratio',
+  'ragflow_write_growth_ratio',
+  'cpu_ratio_vs_langgraph',
+  'bundle_kb_over_floor_max',
+  'init_ratio_vs_floor_max',
+  'throughput_ratio',
+  'usd_per_million_turns',
+];
+
+describe('npm run bench -- --quick', () => {
+  it('runs every measurement and writes bench/results.json', async () => {
+    // the child inherits EASEL_DYNAMODB_ENDPOINT from the test run: no second DynamoDB Local
+    const { stdout } = await run('npx', ['tsx', 'bench/run.ts', '--quick'], { cwd: root, timeout: 85_000, maxBuffer: 16 * 1024 * 1024 });
+    for (const title of ['1. Turn overhead', '2. Write cost', '3. Engine CPU', '4. Cold start', '5. Throughput', '6. Cost per million turns']) {
+      expect(stdout).toContain(`## ${title}`);
+    }
+    expect(stdout.match(/^method: /gm)).toHaveLength(6);
+    const results = JSON.parse(await readFile(join(root, 'bench/results.json'), 'utf8')) as Record<string, unknown>;
+    for (const key of KEYS) {
+      expect(typeof results[key], key).toBe('number');
+      expect(Number.isFinite(results[key]), key).toBe(true);
+    }
+    expect(results.round_trips_per_turn).toBeGreaterThan(0);
+    expect(typeof results.date).toBe('string');
+    expect(results.machine).toMatchObject({ cpus: expect.any(Number), cpuModel: expect.any(String), node: process.version });
+  }, 90_000);
+});
