@@ -9,7 +9,7 @@ import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { JAVA_REQUIRED_MESSAGE, javaMajorVersion, startDynamoDbLocal, startWatchdog } from '../../lib/local/dynamodb-local';
 import { createDynamoClients, createTableInput, ensureTable } from '../../lib/store/setup';
-import { LISTING_INDEX, TTL_ATTRIBUTE } from '../../lib/store/table';
+import { LISTING_INDEX, TIMER_INDEX, TTL_ATTRIBUTE } from '../../lib/store/table';
 import { testTable } from '../helpers/dynamo';
 
 const temps: string[] = [];
@@ -107,7 +107,7 @@ describe('createTableInput', () => {
     expect(input.StreamSpecification).toEqual({ StreamEnabled: true, StreamViewType: 'KEYS_ONLY' });
     expect(input).not.toHaveProperty('TimeToLiveSpecification');
     expect(input.BillingMode).toBe('PAY_PER_REQUEST');
-    expect(input.GlobalSecondaryIndexes?.map((index) => index.IndexName)).toEqual([LISTING_INDEX]);
+    expect(input.GlobalSecondaryIndexes?.map((index) => index.IndexName)).toEqual([LISTING_INDEX, TIMER_INDEX]);
   });
 });
 
