@@ -7,7 +7,7 @@ import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@
 import { decode, encode } from './codec';
 import { call, ConditionFailed, type StoreContext } from './dynamo';
 import { EaselError } from '../canvas/errors';
-import { NotFoundError } from './errors';
+import { NotFoundError, StoreUnavailableError } from './errors';
 import { keys } from './item-keys';
 import { LISTING_INDEX } from './table';
 
@@ -49,35 +49,40 @@ export async function createWorkflow(
   return workflow;
 }
 
+const MAX_VERSION_ATTEMPTS = 10;
+
 /** Adds version latest+1; `activate` moves the active pointer to it in the same write. */
 export async function addVersion(ctx: StoreContext, tenant: string, id: string, dsl: unknown, activate: boolean): Promise<number> {
-  const current = await getWorkflow(ctx, tenant, id);
-  const next = current.latestVersion + 1;
   const pk = keys.workflow(tenant, id);
-  const at = iso(ctx);
-  try {
-    await call('add the version', () =>
-      ctx.doc.send(new TransactWriteCommand({
-        TransactItems: [
-          {
-            Update: {
-              TableName: ctx.table,
-              Key: { pk, sk: 'W' },
-              UpdateExpression: `SET latest_version = :next, updated_at = :at${activate ? ', active_version = :next' : ''}`,
-              ConditionExpression: 'latest_version = :cur AND deleted = :no',
-              ExpressionAttributeValues: { ':next': next, ':cur': current.latestVersion, ':at': at, ':no': false },
+  // a concurrent writer that took our number makes us try on top of theirs; a deletion ends it
+  for (let attempt = 1; ; attempt++) {
+    const current = await getWorkflow(ctx, tenant, id);
+    if (current.deleted) throw new NotFoundError('workflow');
+    const next = current.latestVersion + 1;
+    const at = iso(ctx);
+    try {
+      await call('add the version', () =>
+        ctx.doc.send(new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: ctx.table,
+                Key: { pk, sk: 'W' },
+                UpdateExpression: `SET latest_version = :next, updated_at = :at${activate ? ', active_version = :next' : ''}`,
+                ConditionExpression: 'latest_version = :cur AND deleted = :no',
+                ExpressionAttributeValues: { ':next': next, ':cur': current.latestVersion, ':at': at, ':no': false },
+              },
             },
-          },
-          { Put: { TableName: ctx.table, Item: versionItem(pk, next, dsl, at), ConditionExpression: 'attribute_not_exists(pk)' } },
-        ],
-      })),
-    );
-  } catch (error) {
-    // a concurrent writer took this number: try on top of theirs
-    if (error instanceof ConditionFailed) return addVersion(ctx, tenant, id, dsl, activate);
-    throw error;
+            { Put: { TableName: ctx.table, Item: versionItem(pk, next, dsl, at), ConditionExpression: 'attribute_not_exists(pk)' } },
+          ],
+        })),
+      );
+      return next;
+    } catch (error) {
+      if (!(error instanceof ConditionFailed)) throw error;
+      if (attempt >= MAX_VERSION_ATTEMPTS) throw new StoreUnavailableError('too many concurrent version adds; retry');
+    }
   }
-  return next;
 }
 
 export async function activateVersion(ctx: StoreContext, tenant: string, id: string, version: number): Promise<void> {
