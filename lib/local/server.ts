@@ -12,6 +12,7 @@ import { createApp } from '../http/app';
 import { buildDeps } from '../http/deps';
 import { SsrfGuard } from '../outbound/ssrf';
 import { processBatch } from '../turns/queue';
+import { closeUnreadBodies } from './close-unread-bodies';
 import { createInProcessQueue } from './in-process-queue';
 import { settleInflight } from '../http/inflight';
 import { newSecret } from '../http/routes/keys';
@@ -91,7 +92,7 @@ async function main(): Promise<number> {
       const queue = createInProcessQueue((records) => processBatch({ engine: deps.engine, guard, log: (m, f) => console.error(`[easel] ${m}`, JSON.stringify(f)) }, records));
       deps.enqueue = queue.enqueue;
     }
-    server = createAdaptorServer({ fetch: createApp(deps).fetch }) as Server;
+    server = createAdaptorServer({ fetch: closeUnreadBodies(createApp(deps).fetch) }) as Server;
     await new Promise<void>((done, failed) => {
       server?.once('error', failed).listen(port, HOST, () => done());
     });

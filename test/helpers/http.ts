@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { createApp, type AppDeps } from '../../lib/http/app';
 import { createAuthenticator } from '../../lib/http/auth';
+import { closeUnreadBodies } from '../../lib/local/close-unread-bodies';
 import { hashSecret, putApiKey } from '../../lib/store/api-keys';
 import type { TurnEngine } from '../../lib/turns/execute';
 import { newTenant } from './engine';
@@ -25,7 +26,7 @@ export interface Served {
 export async function serveApp(engine: TurnEngine, overrides: Partial<AppDeps> = {}): Promise<Served> {
   const app = createApp({ engine, auth: createAuthenticator(engine.store, { cacheMs: 0 }), ...overrides });
   const server: ServerType = await new Promise((resolve) => {
-    const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+    const s = serve({ fetch: closeUnreadBodies(app.fetch), port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const addKey = async (tenant: string, scope: 'admin' | 'execute', workflowIds: string[] = []) => {
