@@ -22,6 +22,7 @@ import {
 import { compiledVersion, createRun } from '../../turns/execute';
 import type { AppDeps } from '../app';
 import type { Principal } from '../auth';
+import { WORKFLOW_ID } from '../schemas';
 import { epochMs, failure, guarded, httpDate, ok, queryFlag, RAGFLOW, RagflowError, success } from './envelope';
 
 export type RagflowEnv = { Variables: { principal: Principal } };
@@ -44,6 +45,8 @@ export function registerAgentRoutes(app: Hono<RagflowEnv>, deps: AppDeps): void 
   const ownAgent = async (c: Context<RagflowEnv>, id: string, notFound: RagflowError): Promise<Workflow> => {
     const principal = c.get('principal');
     if (principal.scope !== 'admin' && !principal.workflowIds.includes(id)) throw notFound;
+    // no workflow has an id of another shape; one too long for a DynamoDB key must not reach it
+    if (!WORKFLOW_ID.safeParse(id).success) throw notFound;
     try {
       const w = await getWorkflow(store, principal.tenant, id);
       if (w.deleted) throw notFound;
@@ -260,6 +263,7 @@ export function registerAgentRoutes(app: Hono<RagflowEnv>, deps: AppDeps): void 
   }));
 
   app.delete('/api/v1/agents/:id/sessions', guard(async (c) => {
+    adminOnly(c);
     const principal = c.get('principal');
     const id = param(c, 'id');
     await ownAgent(c, id, new RagflowError(RAGFLOW.data, `You don't own the agent ${id}`));

@@ -23,6 +23,7 @@ import { executeTurn, newRunId, type TurnRequest, type TurnResult } from '../../
 import { resolveFileList } from '../../turns/files';
 import type { TurnResponse } from '../../turns/response';
 import type { AppDeps } from '../app';
+import { WORKFLOW_ID } from '../schemas';
 import { feedStream, SSE_HEADERS, startStreamedTurn } from '../sse';
 import { param, type RagflowEnv } from './agents';
 import { guarded, RAGFLOW, RagflowError, toRagflow } from './envelope';
@@ -64,6 +65,8 @@ async function conversation(c: Context<RagflowEnv>, deps: AppDeps, agentId: stri
   const principal = c.get('principal');
   const denied = new RagflowError(RAGFLOW.data, `You don't own the agent ${agentId}`);
   if (principal.scope !== 'admin' && !principal.workflowIds.includes(agentId)) throw denied;
+  // no workflow has an id of another shape; one too long for a DynamoDB key must not reach it
+  if (!WORKFLOW_ID.safeParse(agentId).success) throw denied;
   try {
     if ((await getWorkflow(deps.engine.store, principal.tenant, agentId)).deleted) throw denied;
   } catch (error) {

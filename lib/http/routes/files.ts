@@ -8,6 +8,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
 import { deleteFile, getFile, putFile, type StoredFile } from '../../store/files';
 import type { App, AppDeps } from '../app';
+import { requireAdmin } from '../auth';
 import { HttpError } from '../errors';
 import { ErrorSchema } from '../schemas';
 
@@ -72,6 +73,8 @@ export function registerFileRoutes(app: App, deps: AppDeps): void {
   app.openapi(
     createRoute({ method: 'delete', path: '/workflows/v1/files/{id}', summary: 'Delete a file', request: { params: FileId }, responses: { 204: { description: 'deleted' } } }),
     async (c) => {
+      // execute keys may upload; deleting is for admin keys
+      requireAdmin(c.get('principal'));
       await deleteFile(deps.engine.store, c.get('principal').tenant, c.req.valid('param').id);
       return c.body(null, 204);
     },

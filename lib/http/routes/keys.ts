@@ -80,7 +80,7 @@ export function registerKeyRoutes(app: App, deps: AppDeps): void {
     createRoute({
       method: 'delete',
       path: '/workflows/v1/keys/{id}',
-      summary: 'Revoke an API key (effective within a minute)',
+      summary: 'Revoke an API key (effective within 30 s: authenticated keys are cached that long)',
       request: { params: z.object({ id: z.string().regex(/^[0-9a-f]{16}$/) }) },
       responses: { 204: { description: 'revoked' } },
     }),

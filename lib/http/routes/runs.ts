@@ -1,12 +1,13 @@
 /** Runs (sessions): listing, reading, their committed turns (also replayed as SSE), deletion. */
 import { createRoute, z } from '@hono/zod-openapi';
 import { RUN_STATUSES } from '../../canvas';
+import { NotFoundError } from '../../store/errors';
 import { keys } from '../../store/item-keys';
 import { listSessions } from '../../store/sessions';
 import { deleteRun, describeRun, runTurn, runTurns } from '../../turns/runs';
 import { fireTimer } from '../../turns/timers';
 import type { App, AppDeps } from '../app';
-import { requireWorkflow } from '../auth';
+import { requireAdmin, requireWorkflow } from '../auth';
 import { decodeCursor, encodeCursor } from '../cursor';
 import { HttpError } from '../errors';
 import { ErrorSchema, Limit, Page, RUN_ID, RunSummarySchema, WORKFLOW_ID } from '../schemas';
@@ -26,7 +27,8 @@ export function registerRunRoutes(app: App, deps: AppDeps): void {
   const visibleRun = async (c: { get(k: 'principal'): import('../auth').Principal }, runId: string) => {
     const principal = c.get('principal');
     const run = await describeRun(engine, principal.tenant, runId);
-    requireWorkflow(principal, run.workflow_id);
+    // answered exactly as a missing run: the key learns nothing about the other workflow's runs
+    if (principal.scope !== 'admin' && !principal.workflowIds.includes(run.workflow_id)) throw new NotFoundError('run');
     return run;
   };
 
@@ -143,6 +145,8 @@ export function registerRunRoutes(app: App, deps: AppDeps): void {
   app.openapi(
     createRoute({ method: 'delete', path: '/workflows/v1/workflow-runs/{run_id}', summary: 'Delete a run and all it stored', request: { params: RunParam }, responses: { 204: { description: 'deleted' }, ...errors } }),
     async (c) => {
+      // execute keys read and run; deleting is for admin keys
+      requireAdmin(c.get('principal'));
       const { run_id } = c.req.valid('param');
       await visibleRun(c, run_id);
       await deleteRun(engine, c.get('principal').tenant, run_id);
