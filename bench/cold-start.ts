@@ -6,6 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,8 +60,10 @@ interface ServerlessState {
 }
 
 /** serverless-esbuild's options minus its own keys, as its bundle step hands them to esbuild. */
-function esbuildOptionsOf(state: ServerlessState): BuildOptions {
+function esbuildOptionsOf(state: ServerlessState, serviceDir: string): BuildOptions {
   const custom = { ...(state.service.custom?.esbuild ?? {}) } as Record<string, unknown>;
+  // `plugins` names a module of the service that exports the plugin array
+  if (typeof custom.plugins === 'string') custom.plugins = createRequire(join(serviceDir, 'package.json'))(join(serviceDir, custom.plugins)) as Plugin[];
   const pluginOnly = ['concurrency', 'zipConcurrency', 'exclude', 'nativeZip', 'packager', 'packagePath', 'watch', 'keepOutputDirectory', 'packagerOptions', 'installExtraArgs', 'outputFileExtension', 'outputBuildFolder', 'outputWorkFolder', 'nodeExternals', 'skipBuild', 'skipRebuild', 'skipBuildExcludeFns', 'stripEntryResolveExtensions', 'disposeContext', 'config'];
   const exclude = (custom.exclude as string[] | undefined) ?? ['aws-sdk'];
   const external = [...((custom.external as string[] | undefined) ?? []), ...(exclude.includes('*') ? [] : exclude)];
@@ -92,16 +95,6 @@ async function packageService(dir: string, out: string): Promise<void> {
   });
   await run('npx', ['serverless', 'package', '--package', out], { cwd: service, env, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 });
 }
-
-/** zod's error messages in 40-odd languages, all but English replaced by an empty module. */
-const stubZodLocales: Plugin = {
-  name: 'stub-zod-locales',
-  setup(b) {
-    b.onResolve({ filter: /^\.\/[a-zA-Z-]+\.js$/ }, (a) =>
-      a.importer.includes('/zod/v4/locales/') && a.path !== './en.js' ? { path: a.path, namespace: 'stub-locale' } : undefined);
-    b.onLoad({ filter: /.*/, namespace: 'stub-locale' }, () => ({ contents: 'export default function () { return {}; }', loader: 'js' }));
-  },
-};
 
 /** Rarely used providers left out, as if each were a chunk loaded on first use (or its own function). */
 const RARE = ['@aws-sdk/client-ssm', '@aws-sdk/client-bedrock-runtime', '@aws-sdk/client-sqs', '@aws-lambda-powertools/parameters'];
@@ -155,7 +148,7 @@ export async function coldStart(options: ColdStartOptions): Promise<ColdStartRes
     await packageService(dir, out);
     const packageMs = performance.now() - started;
     const state = JSON.parse(await readFile(join(out, 'serverless-state.json'), 'utf8')) as ServerlessState;
-    const esbuildOptions = esbuildOptionsOf(state);
+    const esbuildOptions = esbuildOptionsOf(state, join(dir, 'service'));
     const nodeOptions = String(state.service.provider.environment?.NODE_OPTIONS ?? '');
 
     interface Bundle { name: string; handler: string; js: string; jsBytes: number; zipBytes: number; whatIf?: boolean }
@@ -181,10 +174,7 @@ export async function coldStart(options: ColdStartOptions): Promise<ColdStartRes
     bundles.push({ name: 'floor', handler: relative(root, join(here, 'floor/handler.handler')), js: floorJs, jsBytes: (await stat(floorJs)).size, zipBytes: floorZipBytes });
     // what-ifs: the http function with remedies applied, to size them (never deployed)
     const httpEntry = join(dir, 'service/functions/http.ts');
-    const variants: [string, Plugin[]][] = [
-      ['http what-if: zod locales stubbed', [stubZodLocales]],
-      ['http what-if: + SSM/Bedrock/SQS/Parameters out', [stubZodLocales, stubRareProviders]],
-    ];
+    const variants: [string, Plugin[]][] = [['http what-if: SSM/Bedrock/SQS/Parameters out', [...(esbuildOptions.plugins ?? []), stubRareProviders]]];
     for (const [i, [name, plugins]] of variants.entries()) {
       const outdir = join(dir, `what-if-${i}`);
       await build({ ...esbuildOptions, entryPoints: [httpEntry], outdir, plugins });
