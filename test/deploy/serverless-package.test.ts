@@ -233,4 +233,18 @@ describe('serverless package', () => {
     const mapping = Object.values(resources).find((r) => r.Type === 'AWS::Lambda::EventSourceMapping' && JSON.stringify(r.Properties.EventSourceArn).includes('TurnQueue'));
     expect(mapping?.Properties.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
   });
+
+  it('lets EventBridge Scheduler send scheduled runs to the turn queue, and nothing else', () => {
+    const resources = plain.template.Resources as Record<string, { Type: string; Properties: Record<string, any> }>;
+    const role = resources.TurnSchedulerRole;
+    expect(role?.Type).toBe('AWS::IAM::Role');
+    expect(role?.Properties.AssumeRolePolicyDocument.Statement).toEqual([
+      expect.objectContaining({ Effect: 'Allow', Principal: { Service: 'scheduler.amazonaws.com' }, Action: 'sts:AssumeRole' }),
+    ]);
+    const statements = role?.Properties.Policies.flatMap((p: any) => p.PolicyDocument.Statement);
+    expect(statements).toEqual([{ Effect: 'Allow', Action: ['sqs:SendMessage'], Resource: { 'Fn::GetAtt': ['TurnQueue', 'Arn'] } }]);
+    const outputs = plain.template.Outputs as Record<string, { Value: unknown }>;
+    expect(outputs.TurnQueueArn?.Value).toEqual({ 'Fn::GetAtt': ['TurnQueue', 'Arn'] });
+    expect(outputs.TurnSchedulerRoleArn?.Value).toEqual({ 'Fn::GetAtt': ['TurnSchedulerRole', 'Arn'] });
+  });
 });

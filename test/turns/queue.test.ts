@@ -90,6 +90,25 @@ describe('the queue worker', () => {
   });
 });
 
+describe('scheduled runs', () => {
+  it('starts one run per scheduled time, however often EventBridge Scheduler delivers it', async () => {
+    const engine = testEngine({ openaiUrl: model.url });
+    const deps: QueueDeps = { engine, guard: new SsrfGuard({ allow: ['127.0.0.1'] }) };
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, fixture('form-then-llm'));
+    // the schedule's input after Scheduler substituted <aws.scheduler.scheduled-time>
+    const at = (time: string) => JSON.stringify({ tenant, workflow_id: workflowId, run_input: { query: 'nightly' }, idempotency_key: `nightly:${time}` });
+    const nine = at('2026-12-01T09:00:00Z');
+    // Scheduler retries a target it could not confirm; SQS may deliver twice as well
+    expect(await processBatch(deps, [sqsRecord(nine), sqsRecord(nine)])).toEqual({ batchItemFailures: [] });
+    expect(await processBatch(deps, [sqsRecord(nine)])).toEqual({ batchItemFailures: [] });
+    const { listSessions } = await import('../../lib/store/sessions');
+    expect((await listSessions(engine.store, tenant, workflowId, { limit: 10 })).items).toHaveLength(1);
+    expect(await processBatch(deps, [sqsRecord(at('2026-12-02T09:00:00Z'))])).toEqual({ batchItemFailures: [] });
+    expect((await listSessions(engine.store, tenant, workflowId, { limit: 10 })).items).toHaveLength(2);
+  });
+});
+
 describe('async turns over HTTP', () => {
   let api: Served;
   let queue: ReturnType<typeof createInProcessQueue>;
