@@ -1,10 +1,16 @@
 /**
  * SSRF through the API: a tenant's workflow whose Invoke URL comes from the user's message is
- * refused for every address class the guard refuses, over IPv4 and IPv6, in every spelling.
+ * refused for every address class the guard refuses, over IPv4 and IPv6, in every spelling;
+ * so is a turn's callback URL, the other URL a tenant supplies.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SsrfGuard } from '../../lib/outbound/ssrf';
+import { processBatch } from '../../lib/turns/queue';
 import { graph } from '../helpers/dsl-builder';
-import { testEngine } from '../helpers/engine';
+import { newTenant, newWorkflow, testEngine } from '../helpers/engine';
 import { type Served, serveApp } from '../helpers/http';
 
 const REFUSED: [string, string][] = [
@@ -56,5 +62,48 @@ describe('SSRF through the API', () => {
     expect(res.json.status).toBe('failed');
     expect(res.json.error).toMatchObject({ component_id: 'Invoke:Fetch' });
     expect(res.json.error.message).toMatch(/refused|not allowed|not valid|only http/i);
+  });
+});
+
+describe('SSRF through callback URLs', () => {
+  const engine = testEngine();
+  const hello = graph({ begin: ['Begin', {}, ['Message:Hi']], 'Message:Hi': ['Message', { content: ['hi'] }] });
+
+  /** Runs one queued turn with `callback_url`; returns what the worker logged about its webhook. */
+  async function queuedTurn(callbackUrl: string, guard: SsrfGuard): Promise<Record<string, unknown>[]> {
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, hello);
+    const logged: Record<string, unknown>[] = [];
+    const body = JSON.stringify({ tenant, workflow_id: workflowId, run_input: { query: 'x' }, callback_url: callbackUrl });
+    const record = { messageId: `m-${tenant}`, receiptHandle: 'r', body, attributes: {}, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:q', awsRegion: 'us-east-1' } as unknown as SQSRecord;
+    const result = await processBatch({ engine, guard, log: (message, fields) => logged.push({ message, ...fields }) }, [record]);
+    expect(result).toEqual({ batchItemFailures: [] });
+    return logged.filter((entry) => String(entry.message).includes('webhook'));
+  }
+
+  it.each(REFUSED)('refuses %s (%s)', async (_label, url) => {
+    const logged = await queuedTurn(url, new SsrfGuard());
+    expect(logged).toEqual([expect.objectContaining({ message: 'webhook not delivered', attempts: 1, error: expect.stringMatching(/refused|not allowed|not valid|only http/i) })]);
+  });
+
+  it('delivers to an allowed receiver (the same path, so the refusals above are the guard\'s)', async () => {
+    let received = 0;
+    const receiver = createServer((req, res) => {
+      received++;
+      req.resume();
+      res.writeHead(204).end();
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+      expect(await queuedTurn(url, new SsrfGuard({ allow: ['127.0.0.1'] }))).toEqual([]);
+      expect(received).toBe(1);
+      // the same receiver, refused without the test's allowance
+      const refused = await queuedTurn(url, new SsrfGuard());
+      expect(refused).toHaveLength(1);
+      expect(received).toBe(1);
+    } finally {
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
   });
 });
