@@ -36,6 +36,14 @@ export function reportCapacity(
   ctx.onCapacity(operation, kind === 'read' ? { read: units, write: 0 } : { read: 0, write: units });
 }
 
+/**
+ * Whether an item's TTL has passed. DynamoDB deletes expired items up to days late, so every read
+ * that honours a TTL checks it itself.
+ */
+export function isExpired(item: Record<string, unknown>, atMs: number): boolean {
+  return typeof item.ttl === 'number' && item.ttl <= Math.floor(atMs / 1000);
+}
+
 export class ConditionFailed extends Error {
   constructor(readonly item: Record<string, unknown> | undefined) {
     super('condition failed');

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { call, ConditionFailed, type StoreContext } from './dynamo';
+import { call, ConditionFailed, isExpired, type StoreContext } from './dynamo';
 import { NotFoundError } from './errors';
 import { deletePartition } from './sessions';
 
@@ -63,7 +63,7 @@ export async function putFile(ctx: StoreContext, file: Omit<StoredFile, 'sha256'
 /** The file's metadata, or NotFoundError (also for another tenant's or an expired file). */
 export async function getFile(ctx: StoreContext, tenant: string, id: string): Promise<StoredFile> {
   const { Item } = await call('read the file', () => ctx.doc.send(new GetCommand({ TableName: ctx.table, Key: fileKey(tenant, id), ConsistentRead: true })));
-  if (!Item || (typeof Item.ttl === 'number' && Item.ttl <= nowSec(ctx))) throw new NotFoundError('file');
+  if (!Item || isExpired(Item, (ctx.now ?? Date.now)())) throw new NotFoundError('file');
   return {
     tenant,
     id,

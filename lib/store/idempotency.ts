@@ -5,7 +5,7 @@
  * stored turn record (committed by that token) holds the response to return.
  */
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { call, capacityParam, ConditionFailed, reportCapacity, type StoreContext } from './dynamo';
+import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
 import { keys } from './item-keys';
 
 export const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
@@ -23,7 +23,7 @@ export async function getIdempotency(ctx: StoreContext, tenant: string, key: str
   const { Item } = await call('read the idempotency record', () =>
     ctx.doc.send(new GetCommand({ TableName: ctx.table, Key: { pk: keys.idempotency(tenant, key), sk: 'I' }, ConsistentRead: true })),
   );
-  if (!Item || (typeof Item.ttl === 'number' && Item.ttl <= Math.floor((ctx.now ?? Date.now)() / 1000))) return null;
+  if (!Item || isExpired(Item, (ctx.now ?? Date.now)())) return null;
   return {
     key,
     fingerprint: Item.fingerprint as string,

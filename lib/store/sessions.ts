@@ -11,7 +11,7 @@
 import { BatchGetCommand, BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { EaselError } from '../canvas/errors';
 import { decode, encode } from './codec';
-import { call, capacityParam, ConditionFailed, reportCapacity, type StoreContext } from './dynamo';
+import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
 import { NotFoundError, TurnConflictError, TurnInProgressError } from './errors';
 import { keys, SESSION_HEAD_SK, TURN_PREFIX, turnFromSk } from './item-keys';
 import { LISTING_INDEX, TIMER_INDEX } from './table';
@@ -337,16 +337,8 @@ export async function listTurns(ctx: StoreContext, tenant: string, id: string, a
   };
 }
 
-export interface SessionSummary {
-  id: string;
-  workflowId: string;
-  version: number;
-  status: string;
-  turn: number;
-  userId: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+/** What the listing index holds of a session: its head without the state. */
+export type SessionSummary = Pick<SessionHead, 'id' | 'workflowId' | 'version' | 'status' | 'turn' | 'userId' | 'createdAt' | 'updatedAt'>;
 
 /**
  * Sessions of a workflow, newest first, from the listing index: no session state is read.
@@ -582,10 +574,6 @@ function toTurn(item: Record<string, unknown>): TurnRecord {
     committedBy: item.committed_by as string,
     idempotencyKey: (item.idem as string | undefined) ?? null,
   };
-}
-
-function isExpired(item: Record<string, unknown>, at: number): boolean {
-  return typeof item.ttl === 'number' && item.ttl <= Math.floor(at / 1000);
 }
 
 /** Why a claim was refused, from the head as it was. */

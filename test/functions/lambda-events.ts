@@ -134,14 +134,4 @@ export function emfMetrics(lines: readonly Record<string, unknown>[]): Record<st
   return out;
 }
 
-/** `event:` / `data:` frames of an SSE body, in order. */
-export function sseFrames(text: string): { event: string; data: any }[] {
-  return text
-    .split('\n\n')
-    .filter((block) => block.trim() !== '')
-    .map((block) => {
-      const event = /^event: (.*)$/m.exec(block)?.[1] ?? 'message';
-      const data = /^data: (.*)$/m.exec(block)?.[1] ?? '';
-      return { event, data: JSON.parse(data) as unknown };
-    });
-}
+export { sseFrames } from '../helpers/http';

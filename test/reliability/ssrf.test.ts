@@ -5,13 +5,13 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
 import { processBatch } from '../../lib/turns/queue';
 import { graph } from '../helpers/dsl-builder';
 import { newTenant, newWorkflow, testEngine } from '../helpers/engine';
 import { type Served, serveApp } from '../helpers/http';
+import { sqsRecord } from '../helpers/sqs';
 
 const REFUSED: [string, string][] = [
   ['loopback', 'http://127.0.0.1:9/'],
@@ -74,8 +74,7 @@ describe('SSRF through callback URLs', () => {
     const tenant = newTenant();
     const workflowId = await newWorkflow(engine, tenant, hello);
     const logged: Record<string, unknown>[] = [];
-    const body = JSON.stringify({ tenant, workflow_id: workflowId, run_input: { query: 'x' }, callback_url: callbackUrl });
-    const record = { messageId: `m-${tenant}`, receiptHandle: 'r', body, attributes: {}, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:q', awsRegion: 'us-east-1' } as unknown as SQSRecord;
+    const record = sqsRecord(JSON.stringify({ tenant, workflow_id: workflowId, run_input: { query: 'x' }, callback_url: callbackUrl }));
     const result = await processBatch({ engine, guard, log: (message, fields) => logged.push({ message, ...fields }) }, [record]);
     expect(result).toEqual({ batchItemFailures: [] });
     return logged.filter((entry) => String(entry.message).includes('webhook'));

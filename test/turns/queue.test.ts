@@ -5,7 +5,6 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInProcessQueue } from '../../lib/local/in-process-queue';
 import { SIGNATURE_HEADER, verifySignature } from '../../lib/outbound/webhook';
@@ -16,6 +15,7 @@ import { processBatch, type QueueDeps } from '../../lib/turns/queue';
 import { fixture } from '../helpers/canvas';
 import { newTenant, newWorkflow, testEngine } from '../helpers/engine';
 import { type Served, serveApp } from '../helpers/http';
+import { sqsRecord } from '../helpers/sqs';
 import { OpenAiServer } from '../llm/openai-server';
 
 let model: OpenAiServer;
@@ -43,21 +43,6 @@ afterAll(async () => {
   hooks.server.closeAllConnections();
   await new Promise<void>((resolve) => hooks.server.close(() => resolve()));
 });
-
-/** An SQS record as Lambda receives it. */
-function sqsRecord(body: string, id = `m-${Math.random().toString(16).slice(2)}`): SQSRecord {
-  return {
-    messageId: id,
-    receiptHandle: `AQEB${id}`,
-    body,
-    attributes: { ApproximateReceiveCount: '1', SentTimestamp: String(Date.now()), SenderId: 'AIDAEXAMPLE', ApproximateFirstReceiveTimestamp: String(Date.now()) },
-    messageAttributes: {},
-    md5OfBody: '0'.repeat(32),
-    eventSource: 'aws:sqs',
-    eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:easel-turns',
-    awsRegion: 'us-east-1',
-  };
-}
 
 describe('the queue worker', () => {
   it('runs queued turns, absorbs duplicates, drops poison and stale messages, retries conflicts', async () => {

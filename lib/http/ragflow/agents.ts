@@ -23,7 +23,7 @@ import { compiledVersion, createRun } from '../../turns/execute';
 import type { AppDeps } from '../app';
 import type { Principal } from '../auth';
 import { WORKFLOW_ID } from '../schemas';
-import { epochMs, failure, guarded, httpDate, ok, queryFlag, RAGFLOW, RagflowError, success } from './envelope';
+import { epochMs, failure, guarded, httpDate, jsonBody, ok, queryFlag, RAGFLOW, RagflowError, success } from './envelope';
 
 export type RagflowEnv = { Variables: { principal: Principal } };
 
@@ -94,17 +94,6 @@ export function registerAgentRoutes(app: Hono<RagflowEnv>, deps: AppDeps): void 
     }
     return value;
   };
-  const body = async (c: Context): Promise<Record<string, unknown>> => {
-    const text = await c.req.text();
-    if (text.trim() === '') return {};
-    try {
-      const parsed: unknown = JSON.parse(text);
-      if (isRecord(parsed)) return parsed;
-    } catch {
-      // refused below
-    }
-    throw new RagflowError(RAGFLOW.argument, 'The request body must be a JSON object.');
-  };
 
   app.get('/api/v1/agents', guard(async (c) => {
     const principal = c.get('principal');
@@ -126,7 +115,7 @@ export function registerAgentRoutes(app: Hono<RagflowEnv>, deps: AppDeps): void 
   app.post('/api/v1/agents', guard(async (c) => {
     adminOnly(c);
     const principal = c.get('principal');
-    const req = await body(c);
+    const req = await jsonBody(c);
     if (req.dsl === undefined || req.dsl === null) return failure(c, RAGFLOW.argument, 'No DSL data in request.', false);
     const title = typeof req.title === 'string' ? req.title.trim() : '';
     if (!title) return failure(c, RAGFLOW.argument, 'No title in request.', false);
@@ -156,7 +145,7 @@ export function registerAgentRoutes(app: Hono<RagflowEnv>, deps: AppDeps): void 
     const principal = c.get('principal');
     const id = param(c, 'id');
     await ownAgent(c, id, notOwner);
-    const req = await body(c);
+    const req = await jsonBody(c);
     const title = typeof req.title === 'string' ? req.title.trim() : undefined;
     const description = typeof req.description === 'string' ? req.description : undefined;
     if (req.dsl !== undefined && req.dsl !== null) await addVersion(store, principal.tenant, id, parseDsl(req.dsl), true);
@@ -226,7 +215,7 @@ export function registerAgentRoutes(app: Hono<RagflowEnv>, deps: AppDeps): void 
     const principal = c.get('principal');
     const id = param(c, 'id');
     await ownAgent(c, id, new RagflowError(RAGFLOW.data, 'You cannot access the agent.'));
-    const req = await body(c);
+    const req = await jsonBody(c);
     const userId = typeof req.user_id === 'string' ? req.user_id : c.req.query('user_id');
     const { head } = await createRun(engine, { tenant: principal.tenant, workflowId: id, userId: userId ?? null });
     return ok(c, await sessionView(principal.tenant, id, { id: head.id, workflowId: id, version: head.version, status: head.status, turn: 0, userId: head.userId, createdAt: head.createdAt, updatedAt: head.updatedAt }, true));
@@ -267,7 +256,7 @@ export function registerAgentRoutes(app: Hono<RagflowEnv>, deps: AppDeps): void 
     const principal = c.get('principal');
     const id = param(c, 'id');
     await ownAgent(c, id, new RagflowError(RAGFLOW.data, `You don't own the agent ${id}`));
-    const req = await body(c);
+    const req = await jsonBody(c);
     let ids: string[] = Array.isArray(req.ids) ? req.ids.filter((x): x is string => typeof x === 'string') : [];
     if (ids.length === 0 && req.delete_all === true) {
       let cursor: Record<string, unknown> | undefined;

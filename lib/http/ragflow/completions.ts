@@ -26,7 +26,7 @@ import type { AppDeps } from '../app';
 import { WORKFLOW_ID } from '../schemas';
 import { feedStream, SSE_HEADERS, startStreamedTurn } from '../sse';
 import { param, type RagflowEnv } from './agents';
-import { guarded, RAGFLOW, RagflowError, toRagflow } from './envelope';
+import { guarded, jsonBody, RAGFLOW, RagflowError, toRagflow } from './envelope';
 
 export function registerCompletionRoutes(app: Hono<RagflowEnv>, deps: AppDeps): void {
   const guard = (h: (c: Context<RagflowEnv>) => Promise<Response>) => guarded(h as (c: Context) => Promise<Response>, (e) => deps.logger?.error('ragflow route failed', { error: String(e) }));
@@ -39,18 +39,6 @@ export function registerCompletionRoutes(app: Hono<RagflowEnv>, deps: AppDeps): 
   }));
   app.post('/api/v1/agents/:id/completions', guard(async (c) => ragflow(c, deps, param(c, 'id'), await jsonBody(c))));
   app.post('/api/v1/agents_openai/:id/chat/completions', guard(async (c) => openai(c, deps, param(c, 'id'), await jsonBody(c))));
-}
-
-async function jsonBody(c: Context): Promise<Record<string, unknown>> {
-  const text = await c.req.text();
-  if (text.trim() === '') return {};
-  try {
-    const parsed: unknown = JSON.parse(text);
-    if (isRecord(parsed)) return parsed;
-  } catch {
-    // refused below
-  }
-  throw new RagflowError(RAGFLOW.argument, 'The request body must be a JSON object.');
 }
 
 interface Conversation {

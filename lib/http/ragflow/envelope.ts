@@ -5,6 +5,7 @@
  */
 import type { Context } from 'hono';
 import { EaselError } from '../../canvas/errors';
+import { isRecord } from '../../canvas/references';
 import { errorResponse } from '../errors';
 
 export const RAGFLOW = { ok: 0, exception: 100, argument: 101, data: 102, operation: 103, auth: 109 } as const;
@@ -77,4 +78,17 @@ export function epochMs(iso: string): number {
 /** RFC 1123, as RAGFlow formats `create_date`. */
 export function httpDate(iso: string): string {
   return new Date(iso).toUTCString();
+}
+
+/** The request's JSON object; an empty body counts as `{}`, as RAGFlow reads it. */
+export async function jsonBody(c: Context): Promise<Record<string, unknown>> {
+  const text = await c.req.text();
+  if (text.trim() === '') return {};
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (isRecord(parsed)) return parsed;
+  } catch {
+    // refused below
+  }
+  throw new RagflowError(RAGFLOW.argument, 'The request body must be a JSON object.');
 }
