@@ -3,7 +3,7 @@
  * latest version numbers; each version `V#<n>` holds its DSL (compressed). Creating a version
  * and moving the pointer happen in one transaction.
  */
-import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { decode, encode } from './codec';
 import { call, ConditionFailed, type StoreContext } from './dynamo';
 import { EaselError } from '../canvas/errors';
@@ -86,20 +86,11 @@ export async function addVersion(ctx: StoreContext, tenant: string, id: string, 
 }
 
 export async function activateVersion(ctx: StoreContext, tenant: string, id: string, version: number): Promise<void> {
-  try {
-    await call('activate the version', () =>
-      ctx.doc.send(new UpdateCommand({
-        TableName: ctx.table,
-        Key: { pk: keys.workflow(tenant, id), sk: 'W' },
-        UpdateExpression: 'SET active_version = :v, updated_at = :at',
-        ConditionExpression: 'attribute_exists(pk) AND latest_version >= :v AND deleted = :no',
-        ExpressionAttributeValues: { ':v': version, ':at': iso(ctx), ':no': false },
-      })),
-    );
-  } catch (error) {
-    if (error instanceof ConditionFailed) throw new NotFoundError('workflow version');
-    throw error;
-  }
+  await updateWorkflowItem(ctx, tenant, id, 'activate the version', 'workflow version', {
+    UpdateExpression: 'SET active_version = :v, updated_at = :at',
+    ConditionExpression: 'attribute_exists(pk) AND latest_version >= :v AND deleted = :no',
+    ExpressionAttributeValues: { ':v': version, ':at': iso(ctx), ':no': false },
+  });
 }
 
 export async function getWorkflow(ctx: StoreContext, tenant: string, id: string): Promise<Workflow> {
@@ -131,21 +122,12 @@ export async function updateWorkflow(ctx: StoreContext, tenant: string, id: stri
     sets.push('description = :description');
     values[':description'] = changes.description;
   }
-  try {
-    await call('update the workflow', () =>
-      ctx.doc.send(new UpdateCommand({
-        TableName: ctx.table,
-        Key: { pk: keys.workflow(tenant, id), sk: 'W' },
-        UpdateExpression: `SET ${sets.join(', ')}`,
-        ConditionExpression: 'attribute_exists(pk) AND deleted = :no',
-        ...(changes.name !== undefined ? { ExpressionAttributeNames: { '#name': 'name' } } : {}),
-        ExpressionAttributeValues: values,
-      })),
-    );
-  } catch (error) {
-    if (error instanceof ConditionFailed) throw new NotFoundError('workflow');
-    throw error;
-  }
+  await updateWorkflowItem(ctx, tenant, id, 'update the workflow', 'workflow', {
+    UpdateExpression: `SET ${sets.join(', ')}`,
+    ConditionExpression: 'attribute_exists(pk) AND deleted = :no',
+    ...(changes.name !== undefined ? { ExpressionAttributeNames: { '#name': 'name' } } : {}),
+    ExpressionAttributeValues: values,
+  });
 }
 
 /** Every live workflow of a tenant (for lookups by name), newest first. */
@@ -171,18 +153,26 @@ export async function allWorkflows(ctx: StoreContext, tenant: string): Promise<W
 
 /** Marks the workflow deleted: no new runs; live runs keep their pinned version. */
 export async function deleteWorkflow(ctx: StoreContext, tenant: string, id: string): Promise<void> {
+  await updateWorkflowItem(ctx, tenant, id, 'delete the workflow', 'workflow', {
+    UpdateExpression: 'SET deleted = :yes, updated_at = :at REMOVE gsi1pk, gsi1sk',
+    ConditionExpression: 'attribute_exists(pk)',
+    ExpressionAttributeValues: { ':yes': true, ':at': iso(ctx) },
+  });
+}
+
+/** One conditional update of the workflow item; a failed condition answers `missing` not found. */
+async function updateWorkflowItem(
+  ctx: StoreContext,
+  tenant: string,
+  id: string,
+  what: string,
+  missing: string,
+  update: Pick<UpdateCommandInput, 'UpdateExpression' | 'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'>,
+): Promise<void> {
   try {
-    await call('delete the workflow', () =>
-      ctx.doc.send(new UpdateCommand({
-        TableName: ctx.table,
-        Key: { pk: keys.workflow(tenant, id), sk: 'W' },
-        UpdateExpression: 'SET deleted = :yes, updated_at = :at REMOVE gsi1pk, gsi1sk',
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeValues: { ':yes': true, ':at': iso(ctx) },
-      })),
-    );
+    await call(what, () => ctx.doc.send(new UpdateCommand({ TableName: ctx.table, Key: { pk: keys.workflow(tenant, id), sk: 'W' }, ...update })));
   } catch (error) {
-    if (error instanceof ConditionFailed) throw new NotFoundError('workflow');
+    if (error instanceof ConditionFailed) throw new NotFoundError(missing);
     throw error;
   }
 }
