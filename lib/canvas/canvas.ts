@@ -99,6 +99,31 @@ interface TurnCounters {
   steps: number;
 }
 
+/**
+ * A turn stopped between two batches, complete enough for another process to finish it:
+ * `Canvas.restore(workflow, checkpoint.state)` then `continueTurn(checkpoint)`. Streams are
+ * read to their end first, so it is plain JSON.
+ */
+export interface TurnCheckpoint {
+  state: CanvasState;
+  /** Component invocations this turn has made so far (the turn's step budget goes on). */
+  steps: number;
+  usage: TurnUsage;
+  /** Conversation entries the turn has added so far. */
+  history: HistoryEntry[];
+}
+
+/** How a long turn is steered from outside: checkpoints, a cancel flag, a deadline. */
+export interface TurnControl {
+  /**
+   * Called between batches while the turn goes on; the engine waits for it, so the checkpoint
+   * may be written as it is. `suspend` ends the turn here, unfinished (see `suspended`).
+   */
+  afterBatch?(checkpoint: TurnCheckpoint): Promise<'continue' | 'suspend'> | 'continue' | 'suspend';
+  /** Checked before every batch: true ends the turn as `cancelled` (a stop flag). */
+  cancelled?(): boolean;
+}
+
 const NEVER_ABORTED = new AbortController().signal;
 const NO_VALUES: Readonly<Record<string, unknown>> = Object.freeze({});
 
@@ -119,6 +144,8 @@ export class Canvas {
   private broken = false;
   /** Nodes whose `node_finished` waits for their streamed outputs to be read. */
   private deferred: { id: string; startedAt: number }[] = [];
+  /** The last turn ended at a checkpoint, unfinished. */
+  private suspended = false;
 
   private constructor(
     readonly workflow: Workflow,
@@ -204,10 +231,11 @@ export class Canvas {
    * `RunFinishedError`, `NotWaitingForInputError`) are thrown before anything changes; a
    * `TransientError` thrown midway leaves this object unusable — reload the last saved state.
    */
-  async *run(input: RunInput = {}): AsyncGenerator<CanvasEvent, void, undefined> {
+  async *run(input: RunInput = {}, control: TurnControl = {}): AsyncGenerator<CanvasEvent, void, undefined> {
     const { request, resuming, targets, submission } = this.prepare(input);
     this.active = true;
     this.broken = true;
+    this.suspended = false;
     this.usage = emptyUsage();
     this.turnHistory = [];
     this.previousDue = resuming && !request.timeout ? this.state.prompt?.due_at : undefined;
@@ -234,11 +262,39 @@ export class Canvas {
       }
       s.status = 'running';
       s.prompt = null;
-      yield* this.drive(scope, { steps: 0 });
-      this.broken = false;
+      yield* this.drive(scope, { steps: 0 }, control);
+      this.broken = this.suspended;
     } finally {
       this.active = false;
     }
+  }
+
+  /**
+   * Finishes a turn from a checkpoint taken by `afterBatch` (the canvas restored from
+   * `checkpoint.state`): the batches already run are not run again.
+   */
+  async *continueTurn(checkpoint: TurnCheckpoint, control: TurnControl = {}, signal?: AbortSignal): AsyncGenerator<CanvasEvent, void, undefined> {
+    this.assertIdle();
+    if (this.state.status !== 'running' || this.state.pass === null) {
+      throw new EaselError('invalid_state', `a checkpoint must be taken mid-turn (status is ${this.state.status})`);
+    }
+    this.active = true;
+    this.broken = true;
+    this.suspended = false;
+    this.usage = { ...checkpoint.usage };
+    this.turnHistory = [...checkpoint.history];
+    this.previousDue = undefined;
+    try {
+      yield* this.drive(this.scope(signal ?? NEVER_ABORTED), { steps: checkpoint.steps }, control);
+      this.broken = this.suspended;
+    } finally {
+      this.active = false;
+    }
+  }
+
+  /** The last turn stopped at a checkpoint because `afterBatch` said `suspend`. */
+  get isSuspended(): boolean {
+    return this.suspended;
   }
 
   /**
@@ -289,10 +345,10 @@ export class Canvas {
 
   // ---- the turn loop -------------------------------------------------------------------
 
-  private async *drive(scope: RunScope, turn: TurnCounters): AsyncGenerator<CanvasEvent, void, undefined> {
+  private async *drive(scope: RunScope, turn: TurnCounters, control: TurnControl): AsyncGenerator<CanvasEvent, void, undefined> {
     const s = this.state;
-    for (;;) {
-      if (scope.signal.aborted) {
+    for (let batches = 0; ; batches++) {
+      if (scope.signal.aborted || control.cancelled?.()) {
         yield* this.settle(scope);
         s.status = 'cancelled';
         s.frontier = [];
@@ -301,6 +357,20 @@ export class Canvas {
       }
       const runnable = this.runnable(s.frontier);
       const holding = runnable.filter((id) => this.needsInput(id));
+      // a checkpoint between batches, unless this turn ends now anyway
+      if (batches > 0 && control.afterBatch && holding.length === 0 && runnable.length > 0) {
+        const failure = yield* this.settle(scope);
+        if (failure) {
+          yield* this.fail(scope, failure);
+          return;
+        }
+        const decision = await control.afterBatch({ state: s, steps: turn.steps, usage: { ...this.usage }, history: [...this.turnHistory] });
+        if (decision === 'suspend') {
+          this.suspended = true;
+          return;
+        }
+        if (control.cancelled?.()) continue;
+      }
       if (holding.length > 0) {
         yield* this.pause(scope, holding);
         return;

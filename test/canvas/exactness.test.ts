@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Canvas, type CanvasEvent, compileWorkflow, type RunInput } from '../../lib/canvas';
+import { Canvas, type CanvasEvent, compileWorkflow, type RunInput, type TurnCheckpoint } from '../../lib/canvas';
 import { withComponents } from '../../lib/components';
 import { collect, fixture } from '../helpers/canvas';
 import { testServices } from '../helpers/services';
@@ -90,6 +90,8 @@ interface Transcript {
   modelCalls: number;
   /** LLM and Categorize nodes that finished during the drive. */
   modelNodes: number;
+  /** Turns stopped at a checkpoint and finished in another Canvas. */
+  suspensions: number;
 }
 
 function normalize(events: readonly CanvasEvent[]): unknown[] {
@@ -119,10 +121,44 @@ function checkTurn(events: readonly CanvasEvent[]): void {
   expect(TERMINAL.has(events.at(-1)?.event ?? '')).toBe(true);
 }
 
-async function drive(dsl: unknown, choices: readonly number[], freshEachTurn: boolean): Promise<Transcript> {
+/**
+ * How turns are run: `continuous` keeps one Canvas; `fresh` reloads it from JSON before each
+ * turn; `checkpointed` takes a checkpoint between batches and goes on; `suspending` stops the
+ * turn at every `period`-th checkpoint and finishes it in a fresh Canvas built from JSON.
+ */
+type Mode = 'continuous' | 'fresh' | 'checkpointed' | { suspendEvery: number };
+
+async function runTurn(canvas: Canvas, input: RunInput, mode: Mode, rebuild: (state: unknown) => Canvas): Promise<{ canvas: Canvas; events: CanvasEvent[]; suspensions: number }> {
+  if (mode === 'continuous' || mode === 'fresh') return { canvas, events: await collect(canvas.run(input)), suspensions: 0 };
+  let batches = 0;
+  let saved = '';
+  const control = {
+    afterBatch(checkpoint: TurnCheckpoint): 'continue' | 'suspend' {
+      batches++;
+      if (mode === 'checkpointed' || batches % mode.suspendEvery !== 0) return 'continue';
+      saved = JSON.stringify(checkpoint);
+      return 'suspend';
+    },
+  };
+  const events = await collect(canvas.run(input, control));
+  let current = canvas;
+  let suspensions = 0;
+  while (current.isSuspended) {
+    suspensions++;
+    // another process: the checkpoint arrives as JSON
+    const checkpoint = JSON.parse(saved) as TurnCheckpoint;
+    current = rebuild(checkpoint.state);
+    events.push(...(await collect(current.continueTurn(checkpoint, control))));
+  }
+  return { canvas: current, events, suspensions };
+}
+
+async function drive(dsl: unknown, choices: readonly number[], mode: Mode): Promise<Transcript> {
+  const freshEachTurn = mode === 'fresh';
   const options = { seed: 42, clock: CLOCK, services: testServices({ openaiUrl: server.url }) };
   const callsBefore = server.calls;
   let modelNodes = 0;
+  let suspensions = 0;
   let canvas = Canvas.create(compileWorkflow(dsl, registry), options);
   const next = user(choices);
   const turns: unknown[][] = [];
@@ -133,13 +169,16 @@ async function drive(dsl: unknown, choices: readonly number[], freshEachTurn: bo
       const saved = JSON.stringify(canvas.serialize());
       canvas = Canvas.restore(compileWorkflow(JSON.parse(JSON.stringify(dsl)), registry), JSON.parse(saved), options);
     }
-    const events = await collect(canvas.run(input));
+    const ran = await runTurn(canvas, input, mode, (state) => Canvas.restore(compileWorkflow(JSON.parse(JSON.stringify(dsl)), registry), state, options));
+    canvas = ran.canvas;
+    suspensions += ran.suspensions;
+    const { events } = ran;
     checkTurn(events);
     modelNodes += events.filter((e) => e.event === 'node_finished' && (e.data.component_type === 'LLM' || e.data.component_type === 'Categorize')).length;
     turns.push(normalize(events));
     input = next(events, canvas.isTerminal);
   }
-  return { turns, finalState: stateWithoutClock(canvas), modelCalls: server.calls - callsBefore, modelNodes };
+  return { turns, finalState: stateWithoutClock(canvas), modelCalls: server.calls - callsBefore, modelNodes, suspensions };
 }
 
 describe('exactness: one Canvas vs a fresh Canvas from JSON at every pause', () => {
@@ -153,8 +192,8 @@ describe('exactness: one Canvas vs a fresh Canvas from JSON at every pause', () 
         fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 12 }),
         async (spec, choices) => {
           const dsl = buildDsl(spec);
-          const continuous = await drive(dsl, choices, false);
-          const restored = await drive(dsl, choices, true);
+          const continuous = await drive(dsl, choices, 'continuous');
+          const restored = await drive(dsl, choices, 'fresh');
           expect(restored.turns).toEqual(continuous.turns);
           expect(restored.finalState).toEqual(continuous.finalState);
           // every model call belongs to a node that finished: none is repeated on resume
@@ -178,9 +217,45 @@ describe('exactness: one Canvas vs a fresh Canvas from JSON at every pause', () 
     'holds for the %s fixture',
     async (name) => {
       const dsl = fixture(name);
-      const continuous = await drive(dsl, [1, 2, 0, 3, 0], false);
-      const restored = await drive(dsl, [1, 2, 0, 3, 0], true);
+      const continuous = await drive(dsl, [1, 2, 0, 3, 0], 'continuous');
+      const restored = await drive(dsl, [1, 2, 0, 3, 0], 'fresh');
       expect(restored).toEqual(continuous);
     },
   );
+});
+
+describe('exactness: a turn stopped at a checkpoint and finished in a fresh Canvas', () => {
+  it('gives the same events, state and model calls as a turn that went on', async () => {
+    let suspendedSomewhere = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        workflowSpecArb,
+        fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 12 }),
+        fc.integer({ min: 1, max: 3 }),
+        async (spec, choices, suspendEvery) => {
+          const dsl = buildDsl(spec);
+          const checkpointed = await drive(dsl, choices, 'checkpointed');
+          const suspended = await drive(dsl, choices, { suspendEvery });
+          expect(suspended.turns).toEqual(checkpointed.turns);
+          expect(suspended.finalState).toEqual(checkpointed.finalState);
+          // the batches before a checkpoint are not run again: no model call is repeated
+          expect(suspended.modelCalls).toBe(checkpointed.modelCalls);
+          expect(checkpointed.modelCalls).toBe(checkpointed.modelNodes);
+          expect(checkpointed.suspensions).toBe(0);
+          if (suspended.suspensions > 0) suspendedSomewhere++;
+        },
+      ),
+      { seed: 20261201, numRuns: 100 },
+    );
+    // the generated workflows must actually be stopped mid-turn, not only at their pauses
+    expect(suspendedSomewhere).toBeGreaterThan(50);
+  });
+
+  it.each(['form-intake', 'loop-with-form', 'iteration', 'loop-exit', 'switch-and-or'])('holds for the %s fixture', async (name) => {
+    const dsl = fixture(name);
+    const checkpointed = await drive(dsl, [1, 2, 0, 3, 0], 'checkpointed');
+    const suspended = await drive(dsl, [1, 2, 0, 3, 0], { suspendEvery: 1 });
+    expect(suspended.suspensions).toBeGreaterThan(0);
+    expect({ ...suspended, suspensions: 0 }).toEqual(checkpointed);
+  });
 });
