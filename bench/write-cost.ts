@@ -10,7 +10,7 @@ import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Canvas } from '../lib/canvas';
 import { readConfig } from '../lib/config';
 import { buildDeps } from '../lib/http/deps';
-import { itemSize } from '../lib/store/sessions';
+import { itemSize } from '../lib/store/blobs';
 import { createDynamoClients } from '../lib/store/setup';
 import { TABLE_DEFINITION } from '../lib/store/table';
 import { createWorkflow } from '../lib/store/workflows';

@@ -11,8 +11,13 @@ import { parseAllowList } from './outbound/ssrf';
 export interface QueueConfig {
   /** The SQS queue of async and queued turns (EASEL_TURN_QUEUE_URL); unset: async turns are refused (npm start runs an in-process queue). */
   url?: string;
-  /** How long an async turn's claim holds: queue wait plus run (EASEL_ASYNC_LEASE_MS). */
+  /** How long an async turn's claim waits for a worker to take it (EASEL_ASYNC_LEASE_MS). */
   asyncLeaseMs: number;
+  /**
+   * A worker suspends its async turn at the first checkpoint this close to the end of its
+   * invocation, and queues it again for the next one (EASEL_WORKER_MARGIN_MS).
+   */
+  workerMarginMs: number;
 }
 
 export interface StoreConfig {
@@ -239,7 +244,11 @@ export function readConfig(env: Env = process.env): EaselConfig {
   const queueUrl = get('EASEL_TURN_QUEUE_URL');
   const config: EaselConfig = {
     store: storeConfig(r),
-    queue: { ...(queueUrl ? { url: queueUrl } : {}), asyncLeaseMs: integer('EASEL_ASYNC_LEASE_MS', 20 * 60_000, 10_000, 3 * 3_600_000) },
+    queue: {
+      ...(queueUrl ? { url: queueUrl } : {}),
+      asyncLeaseMs: integer('EASEL_ASYNC_LEASE_MS', 20 * 60_000, 10_000, 3 * 3_600_000),
+      workerMarginMs: integer('EASEL_WORKER_MARGIN_MS', 120_000, 1_000, 600_000),
+    },
     http: {
       maxBodyBytes: integer('EASEL_MAX_BODY_BYTES', 1024 * 1024, 1024, 6 * 1024 * 1024),
       maxResponseBytes: integer('EASEL_MAX_RESPONSE_BYTES', 256 * 1024, 1024, 6 * 1024 * 1024),

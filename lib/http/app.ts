@@ -10,7 +10,7 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
-import type { TurnEngine } from '../turns/execute';
+import { StopAccepted, type TurnEngine } from '../turns/execute';
 import type { QueueMessage } from '../turns/queue';
 import type { Authenticator, Principal } from './auth';
 import { errorResponse, HttpError, INTERNAL_ERROR } from './errors';
@@ -78,6 +78,10 @@ export function createApp(deps: AppDeps): App {
   });
 
   app.onError((error, c) => {
+    if (error instanceof StopAccepted) {
+      c.header('location', `/workflows/v1/workflow-runs/${error.runId}`);
+      return c.json({ run_id: error.runId, turn_number: error.turn, status: 'running' }, 202);
+    }
     const mapped = errorResponse(error);
     // the rest of an oversized body is never read: the connection cannot be reused
     if (mapped?.status === 413) c.header('connection', 'close');

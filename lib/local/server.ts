@@ -89,7 +89,9 @@ async function main(): Promise<number> {
     // async and queued turns run in this process, through the same handler as the Lambda worker
     if (!deps.enqueue) {
       const guard = new SsrfGuard({ allow: config.ssrfAllow });
-      const queue = createInProcessQueue((records) => processBatch({ engine: deps.engine, guard, log: (m, f) => console.error(`[easel] ${m}`, JSON.stringify(f)) }, records));
+      const log = (m: string, f: Record<string, unknown>) => console.error(`[easel] ${m}`, JSON.stringify(f));
+      const queue = createInProcessQueue((records) =>
+        processBatch({ engine: deps.engine, guard, log, requeue: (message) => queue.enqueue(message), holdMs: config.queue.asyncLeaseMs }, records));
       deps.enqueue = queue.enqueue;
     }
     server = createAdaptorServer({ fetch: closeUnreadBodies(createApp(deps).fetch) }) as Server;

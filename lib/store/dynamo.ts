@@ -45,7 +45,11 @@ export function isExpired(item: Record<string, unknown>, atMs: number): boolean 
 }
 
 export class ConditionFailed extends Error {
-  constructor(readonly item: Record<string, unknown> | undefined) {
+  constructor(
+    readonly item: Record<string, unknown> | undefined,
+    /** In a transaction: the position of the action whose condition failed. */
+    readonly index?: number,
+  ) {
     super('condition failed');
   }
 }
@@ -58,8 +62,11 @@ export async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
     if (error instanceof ConditionalCheckFailedException) {
       throw new ConditionFailed(error.Item ? unmarshallLoose(error.Item) : undefined);
     }
-    if (error instanceof TransactionCanceledException && error.CancellationReasons?.some((r) => r.Code === 'ConditionalCheckFailed')) {
-      throw new ConditionFailed(undefined);
+    const reasons = error instanceof TransactionCanceledException ? (error.CancellationReasons ?? []) : [];
+    const failed = reasons.findIndex((r) => r.Code === 'ConditionalCheckFailed');
+    if (failed >= 0) {
+      const item = reasons[failed]?.Item;
+      throw new ConditionFailed(item ? unmarshallLoose(item) : undefined, failed);
     }
     throw new StoreUnavailableError(`the store could not ${what}: ${(error as Error).name ?? 'error'}`, { cause: error });
   }

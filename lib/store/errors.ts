@@ -31,6 +31,23 @@ export class TurnInProgressError extends EaselError {
   }
 }
 
+/**
+ * A worker's lease on an async turn is gone: another worker took the turn over (this one was
+ * presumed dead), or the turn was committed or given up. The worker must stop without writing.
+ */
+export class LeaseLostError extends EaselError {
+  constructor() {
+    super('lease_lost', 'this worker no longer holds the turn (another took it over)');
+  }
+}
+
+/** A stop is pending on the async turn a worker runs: it must end the turn as cancelled. */
+export class CancelRequestedError extends Error {
+  constructor() {
+    super('a stop is pending on this turn');
+  }
+}
+
 export class IdempotencyMismatchError extends EaselError {
   constructor() {
     super('idempotency_mismatch', 'this Idempotency-Key was used with a different request');

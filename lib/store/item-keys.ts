@@ -11,6 +11,9 @@ export const keys = {
   session: (tenant: string, sessionId: string) => `T#${tenant}#S#${sessionId}`,
   turn: (turn: number) => `${TURN_PREFIX}${String(turn).padStart(8, '0')}`,
   blob: (hash: string) => `B#${hash}`,
+  /** An async turn in progress: its checkpoint, and the events of each batch after it. */
+  checkpoint: (turn: number) => `P#${String(turn).padStart(8, '0')}`,
+  checkpointEvents: (turn: number, seq: number) => `P#${String(turn).padStart(8, '0')}#E#${String(seq).padStart(6, '0')}`,
   blobChunk: (hash: string, index: number) => `B#${hash}#${String(index).padStart(4, '0')}`,
   idempotency: (tenant: string, key: string) => `T#${tenant}#I#${key}`,
   /** gsi1: workflows of a tenant; sessions of a workflow. */

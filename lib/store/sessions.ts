@@ -8,16 +8,15 @@
  * commit point; nobody else can write turn n) -> a best-effort update of the head's listing
  * attributes. A reader that finds the head behind the latest turn record trusts the record.
  */
-import { BatchGetCommand, BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { EaselError } from '../canvas/errors';
+import { backoff, itemSize, readBlobs, writeBlobs } from './blobs';
 import { decode, encode } from './codec';
 import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
-import { NotFoundError, TurnConflictError, TurnInProgressError } from './errors';
+import { CancelRequestedError, LeaseLostError, NotFoundError, TurnConflictError, TurnInProgressError } from './errors';
 import { keys, SESSION_HEAD_SK, TURN_PREFIX, turnFromSk } from './item-keys';
 import { LISTING_INDEX, TIMER_INDEX } from './table';
 
-/** Largest compressed attribute kept inline; larger payloads go to chunked blobs. */
-const MAX_BLOB_CHUNK = 300 * 1024;
 /** No item may come near DynamoDB's 400 KB. */
 const MAX_RECORD_BYTES = 350 * 1024;
 
@@ -26,6 +25,12 @@ export interface Claim {
   token: string;
   /** Epoch ms. */
   expiresAt: number;
+  /** Claimed for a worker (an async turn): a stop sets a cancel flag rather than being refused. */
+  async?: boolean;
+  /** The worker attempt holding the lease of an async turn; absent until a worker takes it. */
+  owner?: string;
+  /** A stop asked the async turn to end as cancelled. */
+  cancelRequested?: boolean;
 }
 
 export interface SessionHead {
@@ -83,7 +88,7 @@ export interface CreateSession {
   userId: string | null;
   ttlSeconds: number;
   /** Create the session with the first turn already claimed (an execute without run_id). */
-  claim?: Omit<Claim, 'turn'>;
+  claim?: Pick<Claim, 'token' | 'expiresAt' | 'async'>;
 }
 
 const now = (ctx: StoreContext) => (ctx.now ?? Date.now)();
@@ -166,16 +171,17 @@ export async function getHead(ctx: StoreContext, tenant: string, id: string): Pr
  * Claims turn `head.turn + 1` for `leaseMs`. Fails with TurnInProgressError while another
  * unexpired claim holds it, TurnConflictError when the head moved since it was read.
  */
-export async function claimTurn(ctx: StoreContext, head: SessionHead, token: string, leaseMs: number): Promise<Claim> {
+export async function claimTurn(ctx: StoreContext, head: SessionHead, token: string, leaseMs: number, options: { async?: boolean } = {}): Promise<Claim> {
   const at = now(ctx);
-  const claim: Claim = { turn: head.turn + 1, token, expiresAt: at + leaseMs };
+  const claim: Claim = { turn: head.turn + 1, token, expiresAt: at + leaseMs, ...(options.async ? { async: true } : {}) };
   try {
     await call('claim the turn', () =>
       ctx.doc.send(new UpdateCommand({
         TableName: ctx.table,
         Key: { pk: keys.session(head.tenant, head.id), sk: SESSION_HEAD_SK },
-        // the head may lag behind a committed record: bring it up to what was read
-        UpdateExpression: 'SET #turn = :turn, #status = :status, claim_turn = :ct, claim_token = :tok, claim_expires = :exp',
+        // the head may lag behind a committed record: bring it up to what was read; a new claim
+        // starts without a worker holding its lease and without a stop pending
+        UpdateExpression: `SET #turn = :turn, #status = :status, claim_turn = :ct, claim_token = :tok, claim_expires = :exp${options.async ? ', claim_async = :async' : ''} REMOVE claim_owner, cancel_at${options.async ? '' : ', claim_async'}`,
         ConditionExpression:
           'attribute_exists(pk) AND #turn <= :turn AND (attribute_not_exists(claim_turn) OR claim_turn <= :turn OR claim_expires < :now) AND (attribute_not_exists(#ttl) OR #ttl > :nowSec)',
         ExpressionAttributeNames: { '#turn': 'turn', '#status': 'status', '#ttl': 'ttl' },
@@ -187,6 +193,7 @@ export async function claimTurn(ctx: StoreContext, head: SessionHead, token: str
           ':exp': claim.expiresAt,
           ':now': at,
           ':nowSec': Math.floor(at / 1000),
+          ...(options.async ? { ':async': true } : {}),
         },
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         ...capacityParam(ctx),
@@ -209,6 +216,12 @@ export interface Commit {
   dueAt: number | null;
   /** Blobs the session already holds. */
   storedBlobs: ReadonlySet<string>;
+  /**
+   * An async turn's worker lease: the record and the head then move in one transaction that
+   * only the lease holder can make, and that a pending stop refuses unless `allowCancel`
+   * (the turn being committed is the cancellation).
+   */
+  lease?: { owner: string; allowCancel: boolean };
 }
 
 export interface CommitResult {
@@ -255,6 +268,28 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
   if (itemSize(record) > MAX_RECORD_BYTES) {
     throw new EaselError('payload_too_large', `the turn is too large to store (${Math.ceil(itemSize(record) / 1024)} KB after compression)`);
   }
+  const headUpdate: HeadUpdate = {
+    TableName: ctx.table,
+    Key: { pk, sk: SESSION_HEAD_SK },
+    // an armed timer puts the head in the sparse timer index; none takes it out
+    UpdateExpression: c.dueAt === null
+      ? `SET #turn = :turn, #status = :status, updated_at = :at, #ttl = :ttl REMOVE ${CLAIM_ATTRIBUTES}, due_at, gsi2pk, gsi2sk`
+      : `SET #turn = :turn, #status = :status, updated_at = :at, #ttl = :ttl, due_at = :due, gsi2pk = :dueKey, gsi2sk = :dueSort REMOVE ${CLAIM_ATTRIBUTES}`,
+    ConditionExpression: '#turn < :turn AND claim_token = :tok',
+    ExpressionAttributeNames: { '#turn': 'turn', '#status': 'status', '#ttl': 'ttl' },
+    ExpressionAttributeValues: {
+      ':turn': c.claim.turn,
+      ':status': c.status,
+      ':at': iso(at),
+      ':ttl': Math.floor(at / 1000) + c.ttlSeconds,
+      ':tok': c.claim.token,
+      ...(c.dueAt === null ? {} : { ':due': c.dueAt, ':dueKey': 'DUE', ':dueSort': dueSortKey(c.dueAt, c.head.tenant, c.head.id) }),
+    },
+  };
+  if (c.lease) {
+    await commitLeased(ctx, c, record, headUpdate, c.lease);
+    return { bytes };
+  }
   try {
     await call('commit the turn', () =>
       ctx.doc.send(new PutCommand({ TableName: ctx.table, Item: record, ConditionExpression: 'attribute_not_exists(pk)', ...capacityParam(ctx) }))
@@ -267,30 +302,69 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
   }
 
   await call('update the session head', () =>
-    ctx.doc.send(new UpdateCommand({
-      TableName: ctx.table,
-      Key: { pk, sk: SESSION_HEAD_SK },
-      // an armed timer puts the head in the sparse timer index; none takes it out
-      UpdateExpression: c.dueAt === null
-        ? 'SET #turn = :turn, #status = :status, updated_at = :at, #ttl = :ttl REMOVE claim_turn, claim_token, claim_expires, due_at, gsi2pk, gsi2sk'
-        : 'SET #turn = :turn, #status = :status, updated_at = :at, #ttl = :ttl, due_at = :due, gsi2pk = :dueKey, gsi2sk = :dueSort REMOVE claim_turn, claim_token, claim_expires',
-      ConditionExpression: '#turn < :turn AND claim_token = :tok',
-      ExpressionAttributeNames: { '#turn': 'turn', '#status': 'status', '#ttl': 'ttl' },
-      ExpressionAttributeValues: {
-        ':turn': c.claim.turn,
-        ':status': c.status,
-        ':at': iso(at),
-        ':ttl': Math.floor(at / 1000) + c.ttlSeconds,
-        ':tok': c.claim.token,
-        ...(c.dueAt === null ? {} : { ':due': c.dueAt, ':dueKey': 'DUE', ':dueSort': dueSortKey(c.dueAt, c.head.tenant, c.head.id) }),
-      },
-      ...capacityParam(ctx),
-    })).then((out) => reportCapacity(ctx, 'head', 'write', out.ConsumedCapacity)),
+    ctx.doc.send(new UpdateCommand({ ...headUpdate, ...capacityParam(ctx) }))
+      .then((out) => reportCapacity(ctx, 'head', 'write', out.ConsumedCapacity)),
   ).catch((error: unknown) => {
     if (!(error instanceof ConditionFailed)) throw error;
   });
   return { bytes };
 }
+
+interface HeadUpdate {
+  TableName: string;
+  Key: Record<string, string>;
+  UpdateExpression: string;
+  ConditionExpression: string;
+  ExpressionAttributeNames: Record<string, string>;
+  ExpressionAttributeValues: Record<string, unknown>;
+}
+
+/**
+ * The commit of an async turn: record and head in one transaction, fenced by the worker's
+ * lease, so a worker that lost its lease (or met a stop) cannot commit.
+ */
+async function commitLeased(
+  ctx: StoreContext,
+  c: Commit,
+  record: Record<string, unknown>,
+  headUpdate: HeadUpdate,
+  lease: { owner: string; allowCancel: boolean },
+): Promise<void> {
+  try {
+    await call('commit the turn', () =>
+      ctx.doc.send(new TransactWriteCommand({
+        TransactItems: [
+          { Put: { TableName: ctx.table, Item: record, ConditionExpression: 'attribute_not_exists(pk)' } },
+          {
+            Update: {
+              ...headUpdate,
+              ConditionExpression: `${headUpdate.ConditionExpression} AND claim_owner = :owner${lease.allowCancel ? '' : ' AND attribute_not_exists(cancel_at)'}`,
+              ExpressionAttributeValues: { ...headUpdate.ExpressionAttributeValues, ':owner': lease.owner },
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+            },
+          },
+        ],
+        ...capacityParam(ctx),
+      })).then((out) => reportCapacity(ctx, 'commit', 'write', out.ConsumedCapacity)),
+    );
+  } catch (error) {
+    if (!(error instanceof ConditionFailed)) throw error;
+    if (error.index === 0) {
+      const head = await getHead(ctx, c.head.tenant, c.head.id).catch(() => c.head);
+      throw new TurnConflictError(Math.max(head.turn, c.claim.turn), head.status);
+    }
+    throw leaseRefusal(error.item, c.claim.token, lease.owner);
+  }
+}
+
+/** Why a lease-fenced write was refused: a stop is pending, or the lease is someone else's. */
+export function leaseRefusal(old: Record<string, unknown> | undefined, token: string, owner: string): Error {
+  if (old && old.claim_token === token && old.claim_owner === owner && typeof old.cancel_at === 'number') return new CancelRequestedError();
+  return new LeaseLostError();
+}
+
+/** The head attributes that make up a claim and its lease. */
+export const CLAIM_ATTRIBUTES = 'claim_turn, claim_token, claim_expires, claim_async, claim_owner, cancel_at';
 
 /** Gives a claim back without committing (the turn was refused before running anything). */
 export async function releaseClaim(ctx: StoreContext, head: SessionHead, claim: Claim): Promise<void> {
@@ -298,7 +372,7 @@ export async function releaseClaim(ctx: StoreContext, head: SessionHead, claim: 
     ctx.doc.send(new UpdateCommand({
       TableName: ctx.table,
       Key: { pk: keys.session(head.tenant, head.id), sk: SESSION_HEAD_SK },
-      UpdateExpression: 'REMOVE claim_turn, claim_token, claim_expires',
+      UpdateExpression: `REMOVE ${CLAIM_ATTRIBUTES}`,
       ConditionExpression: 'claim_token = :tok',
       ExpressionAttributeValues: { ':tok': claim.token },
     })),
@@ -425,7 +499,8 @@ export async function deletePartition(ctx: StoreContext, pk: string, firstSk?: s
   return deleted;
 }
 
-async function deleteKeys(ctx: StoreContext, items: { pk: string; sk: string }[]): Promise<void> {
+/** Deletes items by key in batches of 25, retrying what DynamoDB leaves unprocessed. */
+export async function deleteKeys(ctx: StoreContext, items: { pk: string; sk: string }[]): Promise<void> {
   for (let i = 0; i < items.length; i += 25) {
     let requests = items.slice(i, i + 25).map((Key) => ({ DeleteRequest: { Key } }));
     for (let attempt = 0; requests.length > 0; attempt++) {
@@ -434,73 +509,6 @@ async function deleteKeys(ctx: StoreContext, items: { pk: string; sk: string }[]
       if (requests.length > 0) await backoff(attempt);
     }
   }
-}
-
-// ---- blobs --------------------------------------------------------------------------------
-
-async function writeBlobs(ctx: StoreContext, pk: string, blobs: ReadonlyMap<string, string>): Promise<number> {
-  const items: Record<string, unknown>[] = [];
-  for (const [hash, text] of blobs) {
-    const bytes = Buffer.from(encode(text, Number.POSITIVE_INFINITY).bytes);
-    if (bytes.length <= MAX_BLOB_CHUNK) {
-      items.push({ pk, sk: keys.blob(hash), kind: 'blob', d: bytes });
-      continue;
-    }
-    const chunks = Math.ceil(bytes.length / MAX_BLOB_CHUNK);
-    items.push({ pk, sk: keys.blob(hash), kind: 'blob', chunks });
-    for (let i = 0; i < chunks; i++) {
-      items.push({ pk, sk: keys.blobChunk(hash, i), kind: 'blob', d: bytes.subarray(i * MAX_BLOB_CHUNK, (i + 1) * MAX_BLOB_CHUNK) });
-    }
-  }
-  let written = 0;
-  for (let i = 0; i < items.length; i += 25) {
-    let requests = items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
-    written += requests.reduce((n, r) => n + itemSize(r.PutRequest.Item), 0);
-    for (let attempt = 0; requests.length > 0; attempt++) {
-      const out = await call('write blobs', () => ctx.doc.send(new BatchWriteCommand({ RequestItems: { [ctx.table]: requests }, ...capacityParam(ctx) })));
-      reportCapacity(ctx, 'blobs', 'write', out.ConsumedCapacity);
-      requests = (out.UnprocessedItems?.[ctx.table] ?? []) as typeof requests;
-      if (requests.length > 0) await backoff(attempt);
-    }
-  }
-  return written;
-}
-
-async function readBlobs(ctx: StoreContext, pk: string, hashes: string[]): Promise<Map<string, string>> {
-  const blobs = new Map<string, string>();
-  const wanted = [...new Set(hashes)];
-  const items = await batchGet(ctx, wanted.map((h) => ({ pk, sk: keys.blob(h) })));
-  const chunked: { hash: string; chunks: number }[] = [];
-  for (const item of items) {
-    const hash = (item.sk as string).slice(2);
-    if (typeof item.chunks === 'number') chunked.push({ hash, chunks: item.chunks });
-    else blobs.set(hash, decode(item.d as Uint8Array, new Map()) as string);
-  }
-  for (const { hash, chunks } of chunked) {
-    const parts = await batchGet(ctx, Array.from({ length: chunks }, (_, i) => ({ pk, sk: keys.blobChunk(hash, i) })));
-    parts.sort((a, b) => String(a.sk).localeCompare(String(b.sk)));
-    blobs.set(hash, decode(Buffer.concat(parts.map((p) => Buffer.from(p.d as Uint8Array))), new Map()) as string);
-  }
-  const missing = wanted.filter((h) => !blobs.has(h));
-  if (missing.length > 0) throw new Error(`the session is missing ${missing.length} blob(s)`);
-  return blobs;
-}
-
-async function batchGet(ctx: StoreContext, keysToGet: { pk: string; sk: string }[]): Promise<Record<string, unknown>[]> {
-  const out: Record<string, unknown>[] = [];
-  for (let i = 0; i < keysToGet.length; i += 100) {
-    let pending: Record<string, unknown>[] = keysToGet.slice(i, i + 100);
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      const res = await call('read blobs', () =>
-        ctx.doc.send(new BatchGetCommand({ RequestItems: { [ctx.table]: { Keys: pending, ConsistentRead: true } }, ...capacityParam(ctx) })),
-      );
-      reportCapacity(ctx, 'read blobs', 'read', res.ConsumedCapacity);
-      out.push(...(res.Responses?.[ctx.table] ?? []));
-      pending = (res.UnprocessedKeys?.[ctx.table]?.Keys ?? []) as Record<string, unknown>[];
-      if (pending.length > 0) await backoff(attempt);
-    }
-  }
-  return out;
 }
 
 // ---- mapping ------------------------------------------------------------------------------
@@ -523,6 +531,7 @@ function headItem(h: SessionHead): Record<string, unknown> {
     gsi1pk: keys.sessionList(h.tenant, h.workflowId),
     gsi1sk: `${h.createdAt}#${h.id}`,
     ...(h.claim ? { claim_turn: h.claim.turn, claim_token: h.claim.token, claim_expires: h.claim.expiresAt } : {}),
+    ...(h.claim?.async ? { claim_async: true } : {}),
   };
 }
 
@@ -539,7 +548,14 @@ export function toHead(item: Record<string, unknown>): SessionHead {
     updatedAt: item.updated_at as string,
     expiresAt: item.ttl as number,
     claim: typeof item.claim_turn === 'number'
-      ? { turn: item.claim_turn, token: item.claim_token as string, expiresAt: item.claim_expires as number }
+      ? {
+        turn: item.claim_turn,
+        token: item.claim_token as string,
+        expiresAt: item.claim_expires as number,
+        ...(item.claim_async === true ? { async: true } : {}),
+        ...(typeof item.claim_owner === 'string' ? { owner: item.claim_owner } : {}),
+        ...(typeof item.cancel_at === 'number' ? { cancelRequested: true } : {}),
+      }
       : null,
     dueAt: typeof item.due_at === 'number' ? item.due_at : null,
   };
@@ -585,25 +601,3 @@ function refusal(error: unknown, seen: SessionHead, at: number): unknown {
   if (head.turn > seen.turn) return new TurnConflictError(head.turn, head.status);
   return new TurnInProgressError(head.turn, head.status);
 }
-
-/** Approximate DynamoDB item size: attribute names plus values. */
-export function itemSize(item: Record<string, unknown>): number {
-  let size = 0;
-  for (const [name, value] of Object.entries(item)) size += Buffer.byteLength(name) + valueSize(value);
-  return size;
-}
-
-function valueSize(value: unknown): number {
-  if (value === undefined || value === null) return 1;
-  if (typeof value === 'string') return Buffer.byteLength(value);
-  if (typeof value === 'number') return Math.ceil(String(value).replace(/^-/, '').replace('.', '').length / 2) + 1;
-  if (typeof value === 'boolean') return 1;
-  if (value instanceof Uint8Array) return value.byteLength;
-  if (Array.isArray(value)) return 3 + value.reduce((n: number, v) => n + 1 + valueSize(v), 0);
-  return 3 + Object.entries(value as Record<string, unknown>).reduce((n, [k, v]) => n + Buffer.byteLength(k) + 1 + valueSize(v), 0);
-}
-
-function backoff(attempt: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.min(1000, 20 * 2 ** attempt) * Math.random()));
-}
-

@@ -26,6 +26,7 @@ import type { CanvasState } from '../canvas/state';
 import { canonicalJson, sha256 } from '../store/codec';
 import type { StoreContext } from '../store/dynamo';
 import { IdempotencyMismatchError, NotFoundError, TurnConflictError, TurnInProgressError } from '../store/errors';
+import { requestCancel } from '../store/checkpoints';
 import { getIdempotency, putIdempotency } from '../store/idempotency';
 import {
   type Claim,
@@ -117,6 +118,19 @@ export async function executeTurn(engine: TurnEngine, original: TurnRequest): Pr
   return runAndCommit(engine, begun.request, begun.prepared, begun.claim);
 }
 
+/**
+ * A stop met an async turn in flight: its cancel flag is set, and that turn will commit as
+ * `cancelled` (answered 202 with the turn in flight, not as an error).
+ */
+export class StopAccepted extends EaselError {
+  constructor(
+    readonly runId: string,
+    readonly turn: number,
+  ) {
+    super('stop_accepted', `turn ${turn} is running in a worker; it will end as cancelled`);
+  }
+}
+
 export type Begun =
   | { replay: TurnResult }
   /** The same key's turn is still running (only when the caller asked not to wait). */
@@ -131,7 +145,7 @@ export type Begun =
 export async function claimNextTurn(
   engine: TurnEngine,
   original: TurnRequest,
-  options: { leaseMs?: number; waitForSameKey?: boolean } = {},
+  options: { leaseMs?: number; waitForSameKey?: boolean; async?: boolean } = {},
 ): Promise<Begun> {
   const leaseMs = options.leaseMs ?? leaseOf(engine);
   const fingerprint = fingerprintOf(original);
@@ -147,6 +161,11 @@ export async function claimNextTurn(
       runId ??= known.sessionId;
     }
     const prepared = runId ? await prepareNext(engine, request, runId) : await prepareFirst(engine, request);
+    const running = prepared.head.claim;
+    if (request.command === 'stop' && running?.async && running.expiresAt > now(engine)) {
+      if (await requestCancel(engine.store, prepared.head, running.token)) throw new StopAccepted(prepared.head.id, running.turn);
+      continue; // the turn ended meanwhile: look again
+    }
     const token = randomBytes(16).toString('hex');
     if (request.idempotencyKey) {
       const recorded = await putIdempotency(engine.store, request.tenant, {
@@ -161,30 +180,11 @@ export async function claimNextTurn(
       if (!recorded) continue;
     }
     const claim = prepared.loaded === null && prepared.head.turn === 0 && !runId
-      ? await createClaimed(engine, request, prepared, token, leaseMs)
-      : await claimTurn(engine.store, prepared.head, token, leaseMs);
+      ? await createClaimed(engine, request, prepared, token, leaseMs, options.async === true)
+      : await claimTurn(engine.store, prepared.head, token, leaseMs, { async: options.async === true });
     return { request, prepared, claim };
   }
   throw new TurnInProgressError(0, 'running');
-}
-
-/**
- * Runs a turn claimed elsewhere — an async turn whose claim travelled in a queue message. A
- * duplicate delivery of a turn already committed returns its stored answer; a claim that was
- * lost (expired and taken over) is refused as a turn in progress.
- */
-export async function runClaimedTurn(engine: TurnEngine, request: TurnRequest & { runId: string }, token: string): Promise<TurnResult> {
-  const head = await getHead(engine.store, request.tenant, request.runId);
-  if (!head.claim || head.claim.token !== token) {
-    const committed = await getTurn(engine.store, request.tenant, request.runId, head.turn);
-    if (committed && committed.committedBy === token) {
-      return { body: committed.response, response: JSON.parse(committed.response) as TurnResponse, replayed: true };
-    }
-    throw new TurnInProgressError(head.turn, head.status);
-  }
-  const own: TurnRequest = { ...request, turnNumber: head.turn };
-  const prepared = await prepareNext(engine, own, request.runId, token);
-  return runAndCommit(engine, own, prepared, head.claim);
 }
 
 /** Creates a run without a turn (RAGFlow's create_session): turn 0, `not_started`. */
@@ -235,7 +235,8 @@ async function prepareFirst(engine: TurnEngine, request: TurnRequest): Promise<P
   return { canvas, head, loaded: null, workflow };
 }
 
-async function prepareNext(engine: TurnEngine, request: TurnRequest, runId: string, ownClaim?: string): Promise<Prepared> {
+/** Loads a run and checks the request against it (nothing is claimed); `ownClaim` is a claim already ours. */
+export async function prepareNext(engine: TurnEngine, request: TurnRequest, runId: string, ownClaim?: string): Promise<Prepared> {
   const hintKey = `${request.tenant}/${request.workflowId}`;
   const loaded = await loadSession(engine.store, request.tenant, runId, windowHint.get(hintKey) ?? 13);
   const { head } = loaded;
@@ -249,7 +250,9 @@ async function prepareNext(engine: TurnEngine, request: TurnRequest, runId: stri
     ? Canvas.restore(workflow, withHistory(loaded.latest.state, loaded.history, workflow), canvasOptions(engine, runId))
     : Canvas.create(workflow, canvasOptions(engine, runId));
   if (canvas.isTerminal) canvas.check({}); // throws run_finished
-  if (head.claim && head.claim.expiresAt > now(engine) && head.claim.token !== ownClaim) throw new TurnInProgressError(head.turn, head.status);
+  const inFlight = head.claim && head.claim.expiresAt > now(engine) && head.claim.token !== ownClaim;
+  // a stop meeting an async turn is not refused: the caller sets that turn's cancel flag
+  if (inFlight && !(request.command === 'stop' && head.claim?.async)) throw new TurnInProgressError(head.turn, head.status);
   if (request.command !== 'stop') {
     request.runInput = await resolveFileInputs(engine, request.tenant, canvas, request.runInput, expiryOf(engine));
     canvas.check(request.runInput ?? {});
@@ -257,7 +260,7 @@ async function prepareNext(engine: TurnEngine, request: TurnRequest, runId: stri
   return { canvas, head, loaded, workflow };
 }
 
-async function createClaimed(engine: TurnEngine, request: TurnRequest, prepared: Prepared, token: string, leaseMs: number): Promise<Claim> {
+async function createClaimed(engine: TurnEngine, request: TurnRequest, prepared: Prepared, token: string, leaseMs: number, async: boolean): Promise<Claim> {
   const expiresAt = now(engine) + leaseMs;
   const head = await createSession(engine.store, {
     tenant: request.tenant,
@@ -266,18 +269,17 @@ async function createClaimed(engine: TurnEngine, request: TurnRequest, prepared:
     version: prepared.head.version,
     userId: prepared.head.userId,
     ttlSeconds: ttlOf(engine),
-    claim: { token, expiresAt },
+    claim: { token, expiresAt, ...(async ? { async: true } : {}) },
   });
   prepared.head = head;
   return head.claim as Claim;
 }
 
 async function runAndCommit(engine: TurnEngine, request: TurnRequest, prepared: Prepared, claim: Claim): Promise<TurnResult> {
-  const { canvas, head } = prepared;
   await request.hooks?.afterClaim?.();
   const events: CanvasEvent[] = [];
   try {
-    const run = request.command === 'stop' ? canvas.stop() : canvas.run({ ...request.runInput, ...(request.signal ? { signal: request.signal } : {}) });
+    const run = request.command === 'stop' ? prepared.canvas.stop() : prepared.canvas.run(engineInput(request));
     for await (const event of run) {
       events.push(event);
       request.onEvent?.(event);
@@ -285,9 +287,30 @@ async function runAndCommit(engine: TurnEngine, request: TurnRequest, prepared: 
     }
   } catch (error) {
     // a refusal or a transient failure: give the turn back so a retry need not wait for the lease
-    if (error instanceof EaselError) await releaseClaim(engine.store, head, claim).catch(() => undefined);
+    if (error instanceof EaselError) await releaseClaim(engine.store, prepared.head, claim).catch(() => undefined);
     throw error;
   }
+  return commitCanvas(engine, request, prepared, claim, events);
+}
+
+/** The turn's input as the engine takes it (with the caller's abort signal). */
+export function engineInput(request: TurnRequest): RunInput {
+  return { ...request.runInput, ...(request.signal ? { signal: request.signal } : {}) };
+}
+
+/**
+ * Commits the turn the canvas has just run: its state, what was asked, what it answered.
+ * `lease` fences the commit of an async turn by its worker's lease (see commitTurn).
+ */
+export async function commitCanvas(
+  engine: TurnEngine,
+  request: TurnRequest,
+  prepared: Prepared,
+  claim: Claim,
+  events: readonly CanvasEvent[],
+  extra: { lease?: { owner: string; allowCancel: boolean }; storedBlobs?: ReadonlySet<string> } = {},
+): Promise<TurnResult> {
+  const { canvas, head } = prepared;
   const state = canvas.serialize();
   const response = buildResponse({
     runId: head.id,
@@ -317,7 +340,8 @@ async function runAndCommit(engine: TurnEngine, request: TurnRequest, prepared: 
     idempotencyKey: request.idempotencyKey ?? null,
     ttlSeconds: ttlOf(engine),
     dueAt: state.status === 'waiting_for_input' ? (state.prompt?.due_at ?? null) : null,
-    storedBlobs: prepared.loaded?.storedBlobs ?? new Set(),
+    storedBlobs: extra.storedBlobs ?? prepared.loaded?.storedBlobs ?? new Set(),
+    ...(extra.lease ? { lease: extra.lease } : {}),
   });
   return { body, response, replayed: false };
 }
@@ -380,7 +404,7 @@ async function compiled(engine: TurnEngine, tenant: string, workflowId: string, 
   return workflow;
 }
 
-function canvasOptions(engine: TurnEngine, runId: string): CanvasOptions {
+export function canvasOptions(engine: TurnEngine, runId: string): CanvasOptions {
   return {
     ...(engine.clock ? { clock: engine.clock } : {}),
     // the first state of a run is a function of its id: a retried first turn is the same run
@@ -414,6 +438,6 @@ export function fingerprintOf(request: TurnRequest): string {
 }
 
 const now = (engine: TurnEngine) => (engine.clock ?? Date.now)();
-const leaseOf = (engine: TurnEngine) => engine.leaseMs ?? DEFAULT_LEASE_MS;
-const ttlOf = (engine: TurnEngine) => engine.sessionTtlSeconds ?? DEFAULT_SESSION_TTL_DAYS * 86_400;
+export const leaseOf = (engine: TurnEngine) => engine.leaseMs ?? DEFAULT_LEASE_MS;
+export const ttlOf = (engine: TurnEngine) => engine.sessionTtlSeconds ?? DEFAULT_SESSION_TTL_DAYS * 86_400;
 const expiryOf = (engine: TurnEngine) => Math.floor(now(engine) / 1000) + ttlOf(engine);

@@ -5,18 +5,23 @@
  *    callback_url?, claim?: {token, turn}}
  *
  * Resumes must carry `turn_number`; `claim` marks an async turn already claimed by the HTTP
- * request that queued it. Outcomes: done (the callback is told), retry (another turn holds the
- * run, or a transient failure: the message comes back later), or a permanent failure (invalid
- * message, stale turn, unknown run, refused inputs: reported and dropped, never retried).
- * Duplicate deliveries are absorbed by the idempotency key or the claim token.
+ * request that queued it. Every turn run here is an async turn (async-turn.ts): checkpointed
+ * between batches, resumable by another worker. Outcomes: done (the callback is told),
+ * continued (suspended before the invocation ends and queued again, claim included), retry
+ * (another worker holds the turn, or a transient failure: the message comes back later,
+ * and resumes from the last checkpoint), superseded (this delivery's claim went to another
+ * request), or a permanent failure (invalid message, stale turn, unknown run, refused inputs:
+ * reported and dropped, never retried). Duplicate deliveries are absorbed by the idempotency
+ * key or the claim token.
  */
 import { z } from 'zod';
 import { EaselError, TransientError } from '../canvas/errors';
 import { sendWebhook } from '../outbound/webhook';
 import type { SsrfGuard } from '../outbound/ssrf';
-import { TurnInProgressError } from '../store/errors';
+import { LeaseLostError, TurnInProgressError } from '../store/errors';
 import { webhookSecret } from '../store/tenants';
-import { executeTurn, runClaimedTurn, type TurnEngine, type TurnRequest } from './execute';
+import { type AsyncTurnOutcome, runAsyncTurn } from './async-turn';
+import { claimNextTurn, type TurnEngine, type TurnRequest } from './execute';
 
 export const QueueMessage = z
   .object({
@@ -46,7 +51,9 @@ export type QueueMessage = z.output<typeof QueueMessage>;
 
 export type Outcome =
   | { kind: 'done'; runId: string; turn: number; status: string }
+  | { kind: 'continued'; runId: string; turn: number }
   | { kind: 'retry'; reason: string }
+  | { kind: 'superseded'; reason: string }
   | { kind: 'failed'; code: string; reason: string };
 
 export interface QueueDeps {
@@ -55,10 +62,19 @@ export interface QueueDeps {
   log?: (message: string, fields: Record<string, unknown>) => void;
   /** Counted per outcome (metrics). */
   count?: (outcome: Outcome['kind']) => void;
+  /** Queues a message again: a suspended turn's continuation. */
+  requeue?: (message: QueueMessage) => Promise<void>;
+  /** How long an async turn's claim waits for its next worker. @default 20 minutes */
+  holdMs?: number;
+}
+
+export interface Delivery {
+  /** Epoch ms after which this worker starts no new batch (its invocation ends soon after). */
+  stopBy?: number;
 }
 
 /** One message: run its turn and report where it went. Never throws. */
-export async function processMessage(deps: QueueDeps, body: string): Promise<Outcome> {
+export async function processMessage(deps: QueueDeps, body: string, delivery: Delivery = {}): Promise<Outcome> {
   let message: QueueMessage;
   try {
     const parsed = QueueMessage.safeParse(JSON.parse(body));
@@ -81,17 +97,31 @@ export async function processMessage(deps: QueueDeps, body: string): Promise<Out
     ...(command ? { command } : {}),
     ...(message.idempotency_key ? { idempotencyKey: message.idempotency_key } : {}),
   };
+  const options = { ...(delivery.stopBy !== undefined ? { stopBy: delivery.stopBy } : {}), ...(deps.holdMs !== undefined ? { holdMs: deps.holdMs } : {}) };
   try {
-    const result = message.claim && message.run_id
-      ? await runClaimedTurn(deps.engine, { ...request, runId: message.run_id }, message.claim.token)
-      : await executeTurn(deps.engine, request);
-    const r = result.response;
+    let outcome: AsyncTurnOutcome;
+    let claim = message.claim && message.run_id ? { runId: message.run_id, token: message.claim.token, turn: message.claim.turn } : undefined;
+    if (claim) {
+      outcome = await runAsyncTurn(deps.engine, { ...request, runId: claim.runId }, claim.token, options);
+    } else {
+      const begun = await claimNextTurn(deps.engine, request, { leaseMs: deps.holdMs ?? DEFAULT_HOLD_MS, waitForSameKey: false, async: true });
+      if ('running' in begun) return report(deps, message, { kind: 'retry', reason: `turn ${begun.running.turn} is in progress` });
+      if ('replay' in begun) {
+        outcome = { kind: 'committed', result: begun.replay };
+      } else {
+        claim = { runId: begun.prepared.head.id, token: begun.claim.token, turn: begun.claim.turn };
+        outcome = await runAsyncTurn(deps.engine, { ...begun.request, runId: claim.runId }, claim.token, options);
+      }
+    }
+    if (outcome.kind === 'suspended') return await continueLater(deps, message, outcome, claim as NonNullable<typeof claim>);
+    const r = outcome.result.response;
     if (message.callback_url) await notify(deps, message, r.status === 'waiting_for_input' ? 'turn.paused' : `turn.${r.status}`, r);
     return report(deps, message, { kind: 'done', runId: r.run_id, turn: r.turn_number, status: r.status });
   } catch (error) {
     if (error instanceof TurnInProgressError || error instanceof TransientError) {
       return report(deps, message, { kind: 'retry', reason: error.message });
     }
+    if (error instanceof LeaseLostError) return report(deps, message, { kind: 'superseded', reason: error.message });
     const code = error instanceof EaselError ? error.code : 'internal_error';
     const outcome: Outcome = { kind: 'failed', code, reason: error instanceof Error ? error.message : 'failed' };
     if (!(error instanceof EaselError)) return report(deps, message, { kind: 'retry', reason: outcome.reason });
@@ -99,6 +129,24 @@ export async function processMessage(deps: QueueDeps, body: string): Promise<Out
     return report(deps, message, outcome);
   }
 }
+
+/**
+ * A suspended turn goes back on the queue as a new message carrying its claim, so the next
+ * worker continues it at once — and a long turn does not use up the redeliveries
+ * (maxReceiveCount) that are there for crashes. If that send fails, this delivery is retried.
+ */
+async function continueLater(deps: QueueDeps, message: QueueMessage, outcome: { runId: string; turn: number }, claim: { runId: string; token: string; turn: number }): Promise<Outcome> {
+  const next: QueueMessage = { ...message, run_id: claim.runId, turn_number: claim.turn - 1, claim: { token: claim.token, turn: claim.turn } };
+  try {
+    if (!deps.requeue) throw new Error('no queue to continue on');
+    await deps.requeue(next);
+  } catch (error) {
+    return report(deps, message, { kind: 'retry', reason: `the continuation could not be queued: ${error instanceof Error ? error.message : String(error)}` });
+  }
+  return report(deps, message, { kind: 'continued', runId: outcome.runId, turn: outcome.turn });
+}
+
+const DEFAULT_HOLD_MS = 20 * 60_000;
 
 async function notify(deps: QueueDeps, message: QueueMessage, event: string, payload: unknown): Promise<void> {
   const secret = await webhookSecret(deps.engine.store, message.tenant);
@@ -118,10 +166,10 @@ function report(deps: QueueDeps, message: QueueMessage | undefined, outcome: Out
 }
 
 /** SQS's partial batch response: the ids of the messages to deliver again. */
-export async function processBatch(deps: QueueDeps, records: readonly { messageId: string; body: string }[]): Promise<{ batchItemFailures: { itemIdentifier: string }[] }> {
+export async function processBatch(deps: QueueDeps, records: readonly { messageId: string; body: string }[], delivery: Delivery = {}): Promise<{ batchItemFailures: { itemIdentifier: string }[] }> {
   const failures: { itemIdentifier: string }[] = [];
   for (const record of records) {
-    const outcome = await processMessage(deps, record.body);
+    const outcome = await processMessage(deps, record.body, delivery);
     if (outcome.kind === 'retry') failures.push({ itemIdentifier: record.messageId });
   }
   return { batchItemFailures: failures };

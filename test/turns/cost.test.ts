@@ -6,7 +6,7 @@
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { itemSize } from '../../lib/store/sessions';
+import { itemSize } from '../../lib/store/blobs';
 import { keys } from '../../lib/store/item-keys';
 import type { StoreContext } from '../../lib/store/dynamo';
 import { executeTurn } from '../../lib/turns/execute';

@@ -77,7 +77,7 @@ export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimit
  */
 async function asyncTurn(deps: AppDeps, request: TurnRequest, callbackUrl: string | undefined, limits: HttpLimits): Promise<Response> {
   if (!deps.enqueue) throw new HttpError('invalid_request', 'asynchronous turns are not configured here (no turn queue)');
-  const begun = await claimNextTurn(deps.engine, request, { leaseMs: deps.asyncLeaseMs ?? 20 * 60_000, waitForSameKey: false });
+  const begun = await claimNextTurn(deps.engine, request, { leaseMs: deps.asyncLeaseMs ?? 20 * 60_000, waitForSameKey: false, async: true });
   if ('replay' in begun) return new Response(capped(begun.replay.body, limits.maxResponseBytes), { status: 200, headers: { 'content-type': 'application/json' } });
   const inFlight = 'running' in begun
     ? begun.running

@@ -1,0 +1,238 @@
+/**
+ * Async turns: a turn claimed by one request and run by a queue worker, possibly for longer
+ * than one invocation allows, possibly by several workers in turn.
+ *
+ * - The worker takes the claim's lease (its own `owner` id) and keeps it alive with a heartbeat
+ *   while a batch runs; a worker that crashes stops renewing, and once its lease expires the
+ *   next delivery of the message takes the turn over.
+ * - Between batches it writes a checkpoint (engine state mid-turn + the events since the last
+ *   one), fenced by the lease. A successor resumes from the last checkpoint: the model calls
+ *   and Invoke requests of the batches before it are not made again.
+ * - Near the end of its invocation (`stopBy`) the worker suspends the turn at a checkpoint and
+ *   lets go of the lease; the caller queues the message again for the next worker.
+ * - A stop sets a cancel flag on the claim; the worker reads it with each checkpoint and each
+ *   heartbeat and ends the turn as `cancelled` before its next batch. A stop that lands after the
+ *   last checkpoint still wins: the commit is refused, and the turn is cancelled from there.
+ * - The session head's turn and status move only with the final commit.
+ */
+import { randomBytes } from 'node:crypto';
+import { Canvas, type CanvasEvent, EaselError, type TurnCheckpoint, type TurnControl } from '../canvas';
+import { acquireLease, deleteCheckpoint, type Lease, loadCheckpoint, releaseLease, renewLease, saveCheckpoint, type SavedCheckpoint } from '../store/checkpoints';
+import { CancelRequestedError, LeaseLostError } from '../store/errors';
+import { getHead, getTurn, releaseClaim } from '../store/sessions';
+import {
+  canvasOptions,
+  commitCanvas,
+  engineInput,
+  leaseOf,
+  type Prepared,
+  prepareNext,
+  ttlOf,
+  type TurnEngine,
+  type TurnRequest,
+  type TurnResult,
+} from './execute';
+import type { TurnResponse } from './response';
+
+export type AsyncTurnOutcome =
+  | { kind: 'committed'; result: TurnResult }
+  /** Stopped at a checkpoint before `stopBy`; the message must be queued again. */
+  | { kind: 'suspended'; runId: string; turn: number };
+
+export interface AsyncTurnOptions {
+  /** Epoch ms after which no new batch starts here: the turn is suspended instead. */
+  stopBy?: number;
+  /** How long a suspended turn's claim waits for the next worker. @default 20 minutes */
+  holdMs?: number;
+  /** Test seams: a hook that throws (or never returns) stands for a crash at that point. */
+  hooks?: { afterCheckpoint?(seq: number): Promise<void> | void };
+}
+
+const DEFAULT_HOLD_MS = 20 * 60_000;
+
+/**
+ * Runs (or continues) the async turn claimed under `token`. A delivery of a turn already
+ * committed returns its stored answer; a claim gone to another request is LeaseLostError; a
+ * lease still held by a live worker is TurnInProgressError (try again later).
+ */
+export async function runAsyncTurn(
+  engine: TurnEngine,
+  request: TurnRequest & { runId: string },
+  token: string,
+  options: AsyncTurnOptions = {},
+): Promise<AsyncTurnOutcome> {
+  const store = engine.store;
+  const leaseMs = leaseOf(engine);
+  const owner = randomBytes(16).toString('hex');
+  let head;
+  try {
+    head = await acquireLease(store, { tenant: request.tenant, id: request.runId, token, owner }, leaseMs);
+  } catch (error) {
+    if (!(error instanceof LeaseLostError)) throw error;
+    const replay = await committedBy(engine, request, token);
+    if (replay) return { kind: 'committed', result: replay };
+    throw error;
+  }
+  const claim = head.claim as NonNullable<typeof head.claim>;
+  const lease: Lease = { tenant: request.tenant, id: request.runId, turn: claim.turn, token, owner };
+  const own: TurnRequest = { ...request, turnNumber: claim.turn - 1 };
+  const [saved, prepared] = await Promise.all([
+    loadCheckpoint(store, request.tenant, request.runId, claim.turn, token),
+    prepareNext(engine, own, request.runId, token),
+  ]);
+  const storedBlobs = new Set([...(prepared.loaded?.storedBlobs ?? []), ...(saved?.blobs ?? [])]);
+
+  const progress = new Progress(saved);
+  let cancel = claim.cancelRequested === true;
+  let lost = false;
+  const heartbeat = setInterval(() => {
+    renewLease(store, lease, leaseMs).then(
+      (r) => {
+        if (r.cancelRequested) cancel = true;
+      },
+      (error: unknown) => {
+        if (error instanceof LeaseLostError) lost = true;
+        // a transient failure: the next beat (or checkpoint) tries again
+      },
+    );
+  }, Math.max(50, Math.floor(leaseMs / 3)));
+  heartbeat.unref?.();
+
+  const control: TurnControl = {
+    cancelled: () => cancel,
+    afterBatch: async (checkpoint) => {
+      if (lost) return 'suspend';
+      try {
+        await saveCheckpoint(store, lease, {
+          checkpoint,
+          events: progress.pending,
+          seq: progress.nextSeq,
+          leaseMs,
+          ttlSeconds: ttlOf(engine),
+          storedBlobs,
+        });
+        progress.saved();
+        await options.hooks?.afterCheckpoint?.(progress.seq);
+      } catch (error) {
+        if (error instanceof CancelRequestedError) {
+          cancel = true;
+          return 'continue';
+        }
+        if (error instanceof LeaseLostError) {
+          lost = true;
+          return 'suspend';
+        }
+        throw error;
+      }
+      return options.stopBy !== undefined && now(engine) >= options.stopBy ? 'suspend' : 'continue';
+    },
+  };
+
+  let canvas = prepared.canvas;
+  try {
+    if (saved) canvas = Canvas.restore(prepared.workflow, (saved.checkpoint as TurnCheckpoint).state, canvasOptions(engine, request.runId));
+    const events = request.command === 'stop'
+      ? canvas.stop()
+      : saved
+        ? canvas.continueTurn(saved.checkpoint as TurnCheckpoint, control, request.signal)
+        : canvas.run(engineInput(request), control);
+    for await (const event of events) {
+      progress.add(event);
+      request.onEvent?.(event);
+    }
+  } catch (error) {
+    clearInterval(heartbeat);
+    if (!lost) await letGo(engine, prepared, lease, error, options.holdMs ?? DEFAULT_HOLD_MS);
+    throw error;
+  }
+  clearInterval(heartbeat);
+  if (lost) throw new LeaseLostError();
+  if (canvas.isSuspended) {
+    await releaseLease(store, lease, options.holdMs ?? DEFAULT_HOLD_MS);
+    return { kind: 'suspended', runId: request.runId, turn: claim.turn };
+  }
+
+  let result: TurnResult;
+  try {
+    result = await commitCanvas(engine, own, { ...prepared, canvas }, claim, progress.events, {
+      lease: { owner, allowCancel: canvas.status === 'cancelled' },
+      storedBlobs,
+    });
+  } catch (error) {
+    if (!(error instanceof CancelRequestedError)) throw error;
+    result = await commitCancelled(engine, own, lease, claim, storedBlobs);
+  }
+  if (progress.seq > 0 || saved) await deleteCheckpoint(store, request.tenant, request.runId, claim.turn).catch(() => undefined);
+  return { kind: 'committed', result };
+}
+
+/**
+ * A stop arrived after the last checkpoint: what ran since is dropped, and the turn ends as
+ * cancelled from that checkpoint (or from its start).
+ */
+async function commitCancelled(engine: TurnEngine, request: TurnRequest, lease: Lease, claim: Parameters<typeof commitCanvas>[3], storedBlobs: Set<string>): Promise<TurnResult> {
+  const [saved, prepared] = await Promise.all([
+    loadCheckpoint(engine.store, lease.tenant, lease.id, lease.turn, lease.token),
+    prepareNext(engine, request, lease.id, lease.token),
+  ]);
+  const stop: TurnControl = { cancelled: () => true };
+  const progress = new Progress(saved);
+  const canvas = saved ? Canvas.restore(prepared.workflow, (saved.checkpoint as TurnCheckpoint).state, canvasOptions(engine, lease.id)) : prepared.canvas;
+  const events = saved ? canvas.continueTurn(saved.checkpoint as TurnCheckpoint, stop) : canvas.run(engineInput(request), stop);
+  for await (const event of events) progress.add(event);
+  return commitCanvas(engine, request, { ...prepared, canvas }, claim, progress.events, {
+    lease: { owner: lease.owner, allowCancel: true },
+    storedBlobs,
+  });
+}
+
+/**
+ * After a failure: a refusal of the turn gives the claim back (nothing ran); a transient
+ * failure keeps the claim, with its checkpoint, for the retry, but lets go of the lease so the
+ * retry need not wait for it to expire.
+ */
+async function letGo(engine: TurnEngine, prepared: Prepared, lease: Lease, error: unknown, holdMs: number): Promise<void> {
+  const transient = error instanceof EaselError && error.code === 'unavailable';
+  if (error instanceof EaselError && !transient) {
+    await releaseClaim(engine.store, prepared.head, { turn: lease.turn, token: lease.token, expiresAt: 0 }).catch(() => undefined);
+  } else {
+    await releaseLease(engine.store, lease, holdMs).catch(() => undefined);
+  }
+}
+
+async function committedBy(engine: TurnEngine, request: TurnRequest & { runId: string }, token: string): Promise<TurnResult | null> {
+  const head = await getHead(engine.store, request.tenant, request.runId);
+  const committed = await getTurn(engine.store, request.tenant, request.runId, head.turn);
+  if (!committed || committed.committedBy !== token) return null;
+  return { body: committed.response, response: JSON.parse(committed.response) as TurnResponse, replayed: true };
+}
+
+/** The events of the turn so far, and those not yet in a checkpoint. */
+class Progress {
+  readonly events: CanvasEvent[];
+  pending: CanvasEvent[] = [];
+  /** Event items written so far. */
+  seq: number;
+
+  constructor(saved: SavedCheckpoint | null) {
+    this.events = [...((saved?.events ?? []) as CanvasEvent[])];
+    this.seq = saved?.seq ?? 0;
+  }
+
+  add(event: CanvasEvent): void {
+    this.events.push(event);
+    this.pending.push(event);
+  }
+
+  /** The sequence number the next checkpoint is written under. */
+  get nextSeq(): number {
+    return this.pending.length > 0 ? this.seq + 1 : this.seq;
+  }
+
+  saved(): void {
+    this.seq = this.nextSeq;
+    this.pending = [];
+  }
+}
+
+const now = (engine: TurnEngine) => (engine.clock ?? Date.now)();
