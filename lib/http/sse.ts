@@ -3,8 +3,9 @@ import { track } from './inflight';
 
 const encoder = new TextEncoder();
 
-export function frame(event: string, data: unknown): Uint8Array {
-  return encoder.encode(`event: ${event}\ndata: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
+/** One SSE frame; `id` (a cursor) is what a reconnecting client sends back as Last-Event-ID. */
+export function frame(event: string, data: unknown, id?: string): Uint8Array {
+  return encoder.encode(`${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
 }
 
 export const SSE_HEADERS = {

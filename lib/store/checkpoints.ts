@@ -154,7 +154,17 @@ export async function requestCancel(ctx: StoreContext, head: SessionHead, token:
 export async function saveCheckpoint(
   ctx: StoreContext,
   lease: Lease,
-  c: { checkpoint: unknown; events: unknown[]; seq: number; leaseMs: number; ttlSeconds: number; storedBlobs: Set<string> },
+  c: {
+    checkpoint: unknown;
+    /** The events since the last checkpoint, stored as event item `seq` (when there are any). */
+    events: unknown[];
+    seq: number;
+    /** How many events of the turn came before these. */
+    from: number;
+    leaseMs: number;
+    ttlSeconds: number;
+    storedBlobs: Set<string>;
+  },
 ): Promise<void> {
   const pk = headKey(lease).pk;
   const at = now(ctx);
@@ -181,6 +191,7 @@ export async function saveCheckpoint(
     sk: keys.checkpointEvents(lease.turn, c.seq),
     kind: 'checkpoint',
     token: lease.token,
+    from: c.from,
     e: events.bytes,
     ttl,
     ...(events.blobs.size > 0 ? { eb: [...events.blobs.keys()] } : {}),
@@ -234,22 +245,30 @@ export async function loadCheckpoint(ctx: StoreContext, tenant: string, id: stri
   };
 }
 
+/** One event item of a turn in progress: the events of the batches between two checkpoints. */
+export interface ProgressItem {
+  seq: number;
+  /** How many events of the turn came before these. */
+  from: number;
+  events: unknown[];
+}
+
 /**
- * Events of a turn in progress after event item `afterSeq`, for readers following the turn
- * (those of batches not yet checkpointed are not visible). `next` is the cursor to read on from.
+ * The event items of a turn in progress after item `afterSeq`, for readers following the turn
+ * (the events of batches not yet checkpointed are not visible). Stops at a gap.
  */
-export async function readProgress(ctx: StoreContext, tenant: string, id: string, turn: number, token: string, afterSeq: number): Promise<{ events: unknown[]; next: number }> {
-  const items = (await checkpointItems(ctx, tenant, id, turn, afterSeq)).filter((i) => i.token === token && i.sk !== keys.checkpoint(turn));
+export async function readProgress(ctx: StoreContext, tenant: string, id: string, turn: number, token: string, afterSeq: number): Promise<ProgressItem[]> {
+  const items = (await checkpointItems(ctx, tenant, id, turn, afterSeq)).filter((i) => i.token === token);
   const blobs = await readBlobs(ctx, headKey({ tenant, id }).pk, items.flatMap((i) => (i.eb as string[]) ?? []));
-  let next = afterSeq;
-  const events: unknown[] = [];
+  const out: ProgressItem[] = [];
+  let expected = afterSeq + 1;
   for (const item of items) {
     const seq = seqOf(item.sk as string);
-    if (seq !== next + 1) break; // a gap: a write still in flight
-    events.push(...(decode(item.e as Uint8Array, blobs) as unknown[]));
-    next = seq;
+    if (seq !== expected) break;
+    out.push({ seq, from: item.from as number, events: decode(item.e as Uint8Array, blobs) as unknown[] });
+    expected++;
   }
-  return { events, next };
+  return out;
 }
 
 /** Removes a turn's checkpoint items (after its commit; a failure leaves them to expire). */

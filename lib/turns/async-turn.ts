@@ -32,7 +32,7 @@ import {
   type TurnRequest,
   type TurnResult,
 } from './execute';
-import type { TurnResponse } from './response';
+import { mergeMessageDeltas, type TurnResponse } from './response';
 
 export type AsyncTurnOutcome =
   | { kind: 'committed'; result: TurnResult }
@@ -105,8 +105,9 @@ export async function runAsyncTurn(
       try {
         await saveCheckpoint(store, lease, {
           checkpoint,
-          events: progress.pending,
+          events: progress.pendingMerged(),
           seq: progress.nextSeq,
+          from: progress.savedCount,
           leaseMs,
           ttlSeconds: ttlOf(engine),
           storedBlobs,
@@ -207,16 +208,29 @@ async function committedBy(engine: TurnEngine, request: TurnRequest & { runId: s
   return { body: committed.response, response: JSON.parse(committed.response) as TurnResponse, replayed: true };
 }
 
-/** The events of the turn so far, and those not yet in a checkpoint. */
+/**
+ * The events of the turn so far, and those not yet in a checkpoint. Checkpoints store events
+ * with message deltas merged, as the committed response holds them; a batch never starts with
+ * a message, so merging batch by batch gives the same list as merging the whole turn.
+ */
 class Progress {
   readonly events: CanvasEvent[];
   pending: CanvasEvent[] = [];
   /** Event items written so far. */
   seq: number;
+  /** Merged events stored so far (the index of the next one). */
+  savedCount: number;
+  private merged: CanvasEvent[] | undefined;
 
   constructor(saved: SavedCheckpoint | null) {
     this.events = [...((saved?.events ?? []) as CanvasEvent[])];
     this.seq = saved?.seq ?? 0;
+    this.savedCount = this.events.length;
+  }
+
+  pendingMerged(): CanvasEvent[] {
+    this.merged = mergeMessageDeltas(this.pending);
+    return this.merged;
   }
 
   add(event: CanvasEvent): void {
@@ -231,7 +245,9 @@ class Progress {
 
   saved(): void {
     this.seq = this.nextSeq;
+    this.savedCount += this.merged?.length ?? 0;
     this.pending = [];
+    this.merged = undefined;
   }
 }
 

@@ -20,7 +20,7 @@ import { sendWebhook } from '../outbound/webhook';
 import type { SsrfGuard } from '../outbound/ssrf';
 import { LeaseLostError, TurnInProgressError } from '../store/errors';
 import { webhookSecret } from '../store/tenants';
-import { type AsyncTurnOutcome, runAsyncTurn } from './async-turn';
+import { type AsyncTurnOptions, type AsyncTurnOutcome, runAsyncTurn } from './async-turn';
 import { claimNextTurn, type TurnEngine, type TurnRequest } from './execute';
 
 export const QueueMessage = z
@@ -71,6 +71,8 @@ export interface QueueDeps {
 export interface Delivery {
   /** Epoch ms after which this worker starts no new batch (its invocation ends soon after). */
   stopBy?: number;
+  /** Test seams of the async turn runner. */
+  hooks?: AsyncTurnOptions['hooks'];
 }
 
 /** One message: run its turn and report where it went. Never throws. */
@@ -97,7 +99,11 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
     ...(command ? { command } : {}),
     ...(message.idempotency_key ? { idempotencyKey: message.idempotency_key } : {}),
   };
-  const options = { ...(delivery.stopBy !== undefined ? { stopBy: delivery.stopBy } : {}), ...(deps.holdMs !== undefined ? { holdMs: deps.holdMs } : {}) };
+  const options: AsyncTurnOptions = {
+    ...(delivery.stopBy !== undefined ? { stopBy: delivery.stopBy } : {}),
+    ...(deps.holdMs !== undefined ? { holdMs: deps.holdMs } : {}),
+    ...(delivery.hooks ? { hooks: delivery.hooks } : {}),
+  };
   try {
     let outcome: AsyncTurnOutcome;
     let claim = message.claim && message.run_id ? { runId: message.run_id, token: message.claim.token, turn: message.claim.turn } : undefined;

@@ -13,6 +13,8 @@ export type Reply =
   | { kind: 'stall' };
 
 export interface RecordedRequest {
+  /** The whole answer was sent (a client that died mid-answer leaves it false). */
+  completed?: boolean;
   path: string;
   headers: IncomingMessage['headers'];
   body: {
@@ -67,7 +69,11 @@ export class OpenAiServer {
       return;
     }
     const body = JSON.parse(raw) as RecordedRequest['body'];
-    this.requests.push({ path: req.url, headers: req.headers, body });
+    const recorded: RecordedRequest = { path: req.url, headers: req.headers, body };
+    this.requests.push(recorded);
+    res.once('finish', () => {
+      recorded.completed = true;
+    });
     const reply = this.queue.shift() ?? this.respond(body);
     const usage = { prompt_tokens: 10 + body.messages.length, completion_tokens: 5, total_tokens: 15 + body.messages.length };
     switch (reply.kind) {

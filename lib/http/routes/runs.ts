@@ -5,11 +5,12 @@ import { NotFoundError } from '../../store/errors';
 import { keys } from '../../store/item-keys';
 import { listSessions } from '../../store/sessions';
 import { deleteRun, describeRun, runTurn, runTurns } from '../../turns/runs';
+import { parseCursor, readTurnEvents, type TurnEvents } from '../../turns/progress';
 import { fireTimer } from '../../turns/timers';
 import type { App, AppDeps } from '../app';
 import { requireAdmin, requireWorkflow } from '../auth';
 import { decodeCursor, encodeCursor } from '../cursor';
-import { HttpError } from '../errors';
+import { errorResponse, HttpError, INTERNAL_ERROR } from '../errors';
 import { ErrorSchema, Limit, Page, RUN_ID, RunSummarySchema, WORKFLOW_ID } from '../schemas';
 import { frame, SSE_HEADERS } from '../sse';
 
@@ -20,6 +21,57 @@ const RunParam = z.object({ run_id: RUN_ID });
 const TurnItem = z
   .object({ turn_number: z.number().int(), status: z.string(), created_at: z.string(), request: z.unknown(), response: z.unknown() })
   .openapi('Turn');
+
+const TurnEventsSchema = z
+  .object({
+    turn_number: z.number().int(),
+    status: z.string(),
+    committed: z.boolean(),
+    events: z.array(z.unknown()),
+    next_cursor: z.string(),
+    response: z.unknown().optional(),
+  })
+  .openapi('TurnEvents');
+
+/** How often an SSE follower looks for new checkpoints, and how long one stream lasts. */
+const FOLLOW_POLL_MS = 500;
+const FOLLOW_MAX_MS = 10 * 60_000;
+
+/**
+ * The SSE stream of a followed turn: each event with its cursor as `id`, then `turn_response`
+ * (the committed body) once the turn commits. A stream that reaches its time limit just ends;
+ * the client reconnects with Last-Event-ID and goes on from there.
+ */
+function followTurn(first: TurnEvents, more: (cursor: string) => Promise<TurnEvents>, logger?: AppDeps['logger']): ReadableStream<Uint8Array> {
+  const deadline = Date.now() + FOLLOW_MAX_MS;
+  let page: TurnEvents | null = first;
+  let cursor = first.next_cursor;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        while (!page) {
+          if (Date.now() > deadline) return controller.close();
+          await new Promise((resolve) => setTimeout(resolve, FOLLOW_POLL_MS));
+          const next = await more(cursor);
+          if (next.events.length > 0 || next.committed) page = next;
+        }
+        const current: TurnEvents = page;
+        page = null;
+        (current.events as { event: string; data: unknown }[]).forEach((e, k) => controller.enqueue(frame(e.event, e.data, current.cursors[k])));
+        cursor = current.next_cursor;
+        if (current.committed) {
+          controller.enqueue(frame('turn_response', current.response ?? '{}', current.next_cursor));
+          controller.close();
+        }
+      } catch (error) {
+        const mapped = errorResponse(error);
+        if (!mapped) logger?.error('following a turn failed', { error: error instanceof Error ? error.message : String(error) });
+        controller.enqueue(frame('follow_error', mapped?.body ?? INTERNAL_ERROR));
+        controller.close();
+      }
+    },
+  });
+}
 
 export function registerRunRoutes(app: App, deps: AppDeps): void {
   const { engine } = deps;
@@ -122,6 +174,36 @@ export function registerRunRoutes(app: App, deps: AppDeps): void {
         return new Response(new Blob(frames), { status: 200, headers: SSE_HEADERS });
       }
       return c.json({ ...turn, response: JSON.parse(turn.response) as unknown }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/workflows/v1/workflow-runs/{run_id}/turns/{n}/events',
+      summary: 'Follow a turn from a cursor: an async turn’s events as its checkpoints store them, then the committed rest; `?format=sse` streams until the commit',
+      request: {
+        params: RunParam.extend({ n: z.coerce.number().int().min(1) }),
+        query: z.object({ cursor: z.string().max(20).optional(), format: z.enum(['json', 'sse']).default('json') }),
+      },
+      responses: {
+        200: { description: 'events after the cursor', content: { 'application/json': { schema: TurnEventsSchema }, 'text/event-stream': { schema: z.string() } } },
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { run_id, n } = c.req.valid('param');
+      await visibleRun(c, run_id);
+      const tenant = c.get('principal').tenant;
+      const { format } = c.req.valid('query');
+      const cursor = parseCursor(c.req.valid('query').cursor ?? c.req.header('last-event-id'));
+      const first = await readTurnEvents(engine, tenant, run_id, n, cursor);
+      if (format === 'json') {
+        const { response, cursors: _perEvent, ...rest } = first;
+        return c.json({ ...rest, ...(response !== undefined ? { response: JSON.parse(response) as unknown } : {}) }, 200);
+      }
+      const more = (from: string) => readTurnEvents(engine, tenant, run_id, n, parseCursor(from));
+      return new Response(followTurn(first, more, deps.logger), { status: 200, headers: SSE_HEADERS });
     },
   );
 

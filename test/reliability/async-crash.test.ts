@@ -1,0 +1,222 @@
+/**
+ * An async turn whose worker process is killed (SIGKILL) mid-turn is finished by another
+ * worker process from its last checkpoint. The model server counts every call: the calls made
+ * before the checkpoint are not made again.
+ *
+ * Each worker is a process of its own (test/turns/async-worker.ts) running the real queue
+ * handler on an SQS record; the turn is claimed over HTTP with `Prefer: respond-async`.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { QueueMessage } from '../../lib/turns/queue';
+import { graph } from '../helpers/dsl-builder';
+import { testTable } from '../helpers/dynamo';
+import { newWorkflow, testEngine } from '../helpers/engine';
+import { type Served, serveApp } from '../helpers/http';
+import { OpenAiServer } from '../llm/openai-server';
+
+const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
+const WORKER = fileURLToPath(new URL('../turns/async-worker.ts', import.meta.url));
+const LEASE_MS = 1500;
+
+const llm = (step: string, next: string[]) => ['LLM', {
+  llm_id: 'writer@Local',
+  sys_prompt: 'Answer in one line.',
+  prompts: [{ role: 'user', content: `step ${step} of {sys.query}` }],
+  message_history_window_size: 0,
+}, next] as [string, Record<string, unknown>, string[]];
+
+const threeSteps = graph({
+  begin: ['Begin', { mode: 'task' }, ['LLM:A']],
+  'LLM:A': llm('A', ['LLM:B']),
+  'LLM:B': llm('B', ['LLM:C']),
+  'LLM:C': llm('C', ['Message:Out']),
+  'Message:Out': ['Message', { content: ['{LLM:A@content} / {LLM:B@content} / {LLM:C@content}'] }],
+});
+
+let model: OpenAiServer;
+let stallFirstB = false;
+let api: Served;
+const queued: QueueMessage[] = [];
+let engine: ReturnType<typeof testEngine>;
+
+beforeAll(async () => {
+  model = await OpenAiServer.start();
+  engine = testEngine({ leaseMs: LEASE_MS, openaiUrl: model.url });
+  model.respond = (body) => {
+    const step = /step (\w)/.exec(body.messages.at(-1)?.content ?? '')?.[1] ?? '?';
+    if (step === 'B' && stallFirstB) {
+      stallFirstB = false;
+      return { kind: 'stall' };
+    }
+    return { kind: 'text', text: `answer-${step}`, chunks: 2 };
+  };
+  api = await serveApp(engine, { enqueue: async (message) => void queued.push(message) });
+});
+afterAll(async () => {
+  await api.close();
+  await model.close();
+});
+
+/** Requests the model server received for each step, and how many of them were answered. */
+function callsByStep(since: number): Record<string, { made: number; answered: number }> {
+  const out: Record<string, { made: number; answered: number }> = {};
+  for (const r of model.requests.slice(since)) {
+    const step = /step (\w)/.exec(r.body.messages.at(-1)?.content ?? '')?.[1] ?? '?';
+    out[step] ??= { made: 0, answered: 0 };
+    out[step].made++;
+    if (r.completed) out[step].answered++;
+  }
+  return out;
+}
+
+interface Worker {
+  child: ChildProcess;
+  lines: string[];
+  /** Resolves with the first line matching, rejects if the process exits first. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  exited: Promise<number | null>;
+}
+
+function startWorker(body: string, receiveCount: number, options: { pauseAfterCheckpoint?: number } = {}): Worker {
+  const { endpoint, tableName } = testTable();
+  const child = spawn(TSX, [WORKER, JSON.stringify({
+    endpoint,
+    table: tableName,
+    openaiUrl: model.url,
+    body,
+    messageId: 'message-of-the-async-turn',
+    receiveCount,
+    leaseMs: LEASE_MS,
+    ...options,
+  })], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines: string[] = [];
+  const waiters: { pattern: RegExp; resolve: (line: string) => void }[] = [];
+  let buffer = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString();
+    for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
+      const line = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + 1);
+      lines.push(line);
+      for (const w of [...waiters]) if (w.pattern.test(line)) w.resolve(line);
+    }
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    lines,
+    exited,
+    waitFor(pattern, timeoutMs = 30_000) {
+      const seen = lines.find((l) => pattern.test(l));
+      if (seen) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no line like ${pattern} within ${timeoutMs} ms: ${lines.join(' | ')}`)), timeoutMs);
+        waiters.push({ pattern, resolve: (line) => (clearTimeout(timer), resolve(line)) });
+        void exited.then(() => setTimeout(() => reject(new Error(`the worker exited without ${pattern}: ${lines.join(' | ')}`)), 50));
+      });
+    },
+  };
+}
+
+async function kill(worker: Worker): Promise<void> {
+  worker.child.kill('SIGKILL');
+  expect(await worker.exited).toBeNull(); // killed by the signal, not exited
+}
+
+/** Claims an async turn over HTTP; returns the queue message body the worker gets. */
+async function startAsyncTurn(workflowId: string): Promise<{ body: string; runId: string }> {
+  const res = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_input: { query: 'the report' } }, headers: { prefer: 'respond-async' } });
+  expect(res.status).toBe(202);
+  const accepted = res.json as { run_id: string; turn_number: number; status: string };
+  expect(accepted).toMatchObject({ turn_number: 1, status: 'running' });
+  const message = queued.find((m) => m.run_id === accepted.run_id);
+  if (!message) throw new Error('nothing was queued');
+  return { body: JSON.stringify(message), runId: accepted.run_id };
+}
+
+async function readRun(runId: string) {
+  return (await api.call('GET', `/workflows/v1/workflow-runs/${runId}`)).json as { status: string; turn_number: number; turn_in_progress: number | null };
+}
+
+async function readTurn(runId: string, turn: number) {
+  return (await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns/${turn}`)).json as {
+    status: string;
+    response: { status: string; events: { event: string; data: Record<string, unknown> }[] };
+  };
+}
+
+async function checkpointItems(runId: string): Promise<number> {
+  const tenant = api.tenant;
+  const { doc, tableName } = testTable();
+  const out = await doc.send(new QueryCommand({
+    TableName: tableName,
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
+    ExpressionAttributeValues: { ':pk': `T#${tenant}#S#${runId}`, ':p': 'P#' },
+  }));
+  return out.Count ?? 0;
+}
+
+describe('an async turn whose worker is killed mid-turn', () => {
+  it('is finished by a second worker from its checkpoint, each model call made exactly once', async () => {
+    const workflowId = await newWorkflow(engine, api.tenant, threeSteps);
+    const since = model.calls;
+    const { body, runId } = await startAsyncTurn(workflowId);
+
+    // checkpoints: 1 after Begin, 2 after LLM:A, 3 after LLM:B; the worker hangs after 3
+    const first = startWorker(body, 1, { pauseAfterCheckpoint: 3 });
+    await first.waitFor(/^checkpoint 3$/);
+    await kill(first);
+    expect(callsByStep(since)).toEqual({ A: { made: 1, answered: 1 }, B: { made: 1, answered: 1 } });
+    // for everyone else the run is still before the turn, with the turn in flight
+    expect(await readRun(runId)).toMatchObject({ status: 'running', turn_number: 0, turn_in_progress: 1 });
+    expect(await checkpointItems(runId)).toBeGreaterThan(0);
+
+    // redelivered before the dead worker's lease ran out: handed back, nothing run
+    const early = startWorker(body, 2);
+    expect(await early.waitFor(/^result /)).toBe('result {"batchItemFailures":[{"itemIdentifier":"message-of-the-async-turn"}]}');
+    await early.exited;
+    expect(model.calls - since).toBe(2);
+
+    await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 200));
+    const second = startWorker(body, 3);
+    expect(await second.waitFor(/^result /)).toBe('result {"batchItemFailures":[]}');
+    expect(await second.exited).toBe(0);
+
+    expect(callsByStep(since)).toEqual({ A: { made: 1, answered: 1 }, B: { made: 1, answered: 1 }, C: { made: 1, answered: 1 } });
+    expect(await readRun(runId)).toMatchObject({ status: 'completed', turn_number: 1, turn_in_progress: null });
+    const turn = await readTurn(runId, 1);
+    expect(turn.status).toBe('completed');
+    const started = turn.response.events.filter((e) => e.event === 'node_started').map((e) => e.data.component_id);
+    expect(started).toEqual(['begin', 'LLM:A', 'LLM:B', 'LLM:C', 'Message:Out']);
+    const shown = turn.response.events.filter((e) => e.event === 'message').map((e) => e.data.content).join('');
+    expect(shown).toBe('answer-A / answer-B / answer-C');
+    expect(await checkpointItems(runId)).toBe(0);
+  }, 60_000);
+
+  it('killed while the model is answering: only the unanswered call is made again', async () => {
+    const workflowId = await newWorkflow(engine, api.tenant, threeSteps);
+    const since = model.calls;
+    const { body, runId } = await startAsyncTurn(workflowId);
+
+    stallFirstB = true;
+    const first = startWorker(body, 1);
+    await first.waitFor(/^checkpoint 2$/);
+    for (let i = 0; i < 200 && callsByStep(since).B === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    await kill(first);
+    expect(callsByStep(since)).toEqual({ A: { made: 1, answered: 1 }, B: { made: 1, answered: 0 } });
+
+    await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 200));
+    const second = startWorker(body, 2);
+    expect(await second.waitFor(/^result /)).toBe('result {"batchItemFailures":[]}');
+    await second.exited;
+
+    expect(callsByStep(since)).toEqual({ A: { made: 1, answered: 1 }, B: { made: 2, answered: 1 }, C: { made: 1, answered: 1 } });
+    const turn = await readTurn(runId, 1);
+    expect(turn.response.status).toBe('completed');
+    expect(turn.response.events.filter((e) => e.event === 'node_finished' && e.data.component_id === 'LLM:B')).toHaveLength(1);
+    expect(await checkpointItems(runId)).toBe(0);
+  }, 60_000);
+});

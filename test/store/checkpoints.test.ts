@@ -1,0 +1,153 @@
+/**
+ * The lease and checkpoints of async turns, at the store: a worker presumed dead and taken over
+ * can write nothing more (no checkpoint, no renewal, no commit), a pending stop refuses
+ * checkpoints and ordinary commits, and a follower's cursor reads each event exactly once.
+ */
+import { randomBytes } from 'node:crypto';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { describe, expect, it } from 'vitest';
+import {
+  acquireLease,
+  type Lease,
+  loadCheckpoint,
+  releaseLease,
+  renewLease,
+  requestCancel,
+  saveCheckpoint,
+} from '../../lib/store/checkpoints';
+import { CancelRequestedError, LeaseLostError, NotFoundError, TurnInProgressError } from '../../lib/store/errors';
+import { keys, SESSION_HEAD_SK } from '../../lib/store/item-keys';
+import { commitTurn, createSession, getHead, getTurn, type SessionHead } from '../../lib/store/sessions';
+import { parseCursor, readTurnEvents } from '../../lib/turns/progress';
+import { newTenant, testEngine } from '../helpers/engine';
+
+const engine = testEngine();
+const store = engine.store;
+const LEASE_MS = 60_000;
+
+async function claimedRun(options: { async?: boolean } = {}): Promise<{ head: SessionHead; token: string }> {
+  const token = randomBytes(16).toString('hex');
+  const head = await createSession(store, {
+    tenant: newTenant(),
+    id: randomBytes(16).toString('hex'),
+    workflowId: 'wf',
+    version: 1,
+    userId: null,
+    ttlSeconds: 3600,
+    claim: { token, expiresAt: Date.now() + LEASE_MS, ...(options.async === false ? {} : { async: true }) },
+  });
+  return { head, token };
+}
+
+const leaseOf = (head: SessionHead, token: string, owner: string): Lease => ({ tenant: head.tenant, id: head.id, turn: 1, token, owner });
+
+async function expireLease(head: SessionHead): Promise<void> {
+  await store.doc.send(new UpdateCommand({
+    TableName: store.table,
+    Key: { pk: keys.session(head.tenant, head.id), sk: SESSION_HEAD_SK },
+    UpdateExpression: 'SET claim_expires = :past',
+    ExpressionAttributeValues: { ':past': Date.now() - 1 },
+  }));
+}
+
+const checkpoint = (label: string, events: unknown[], seq: number, from: number) => ({
+  checkpoint: { label },
+  events,
+  seq,
+  from,
+  leaseMs: LEASE_MS,
+  ttlSeconds: 3600,
+  storedBlobs: new Set<string>(),
+});
+
+function commitOf(head: SessionHead, token: string, lease: { owner: string; allowCancel: boolean }) {
+  return {
+    head,
+    claim: { turn: 1, token, expiresAt: 0 },
+    status: lease.allowCancel ? 'cancelled' : 'completed',
+    payload: { state: {}, request: {}, response: '{"events":[]}', history: [] },
+    idempotencyKey: null,
+    ttlSeconds: 3600,
+    dueAt: null,
+    storedBlobs: new Set<string>(),
+    lease,
+  };
+}
+
+describe('the lease of an async turn', () => {
+  it('fences a worker presumed dead: once taken over it can neither checkpoint, renew, let go nor commit', async () => {
+    const { head, token } = await claimedRun();
+    const a = leaseOf(head, token, 'worker-a');
+    const b = leaseOf(head, token, 'worker-b');
+    await acquireLease(store, a, LEASE_MS);
+    await acquireLease(store, a, LEASE_MS); // its own lease again: fine
+    await expect(acquireLease(store, b, LEASE_MS)).rejects.toBeInstanceOf(TurnInProgressError);
+    await saveCheckpoint(store, a, checkpoint('a1', [{ event: 'x', data: 1 }], 1, 0));
+
+    await expireLease(head);
+    await acquireLease(store, b, LEASE_MS);
+    await expect(saveCheckpoint(store, a, checkpoint('a2', [{ event: 'x', data: 2 }], 2, 1))).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(renewLease(store, a, LEASE_MS)).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(releaseLease(store, a, LEASE_MS)).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(commitTurn(store, commitOf(head, token, { owner: 'worker-a', allowCancel: false }))).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await getTurn(store, head.tenant, head.id, 1)).toBeNull();
+
+    // the successor goes on from what the first one checkpointed
+    const saved = await loadCheckpoint(store, head.tenant, head.id, 1, token);
+    expect(saved).toMatchObject({ checkpoint: { label: 'a1' }, events: [{ event: 'x', data: 1 }], seq: 1 });
+    await saveCheckpoint(store, b, checkpoint('b2', [{ event: 'y', data: 2 }], 2, 1));
+    expect(await loadCheckpoint(store, head.tenant, head.id, 1, token)).toMatchObject({ checkpoint: { label: 'b2' }, events: [{ event: 'x', data: 1 }, { event: 'y', data: 2 }], seq: 2 });
+    // another claim's checkpoint is not this one's
+    expect(await loadCheckpoint(store, head.tenant, head.id, 1, 'f'.repeat(32))).toBeNull();
+
+    await commitTurn(store, commitOf(head, token, { owner: 'worker-b', allowCancel: false }));
+    expect((await getHead(store, head.tenant, head.id)).claim).toBeNull();
+    // the claim is gone: a late delivery finds the turn lost to it
+    await expect(acquireLease(store, b, LEASE_MS)).rejects.toBeInstanceOf(LeaseLostError);
+  });
+
+  it('a pending stop refuses checkpoints and ordinary commits, and is reported by the heartbeat', async () => {
+    const { head, token } = await claimedRun();
+    const lease = leaseOf(head, token, 'worker');
+    await acquireLease(store, lease, LEASE_MS);
+    expect(await renewLease(store, lease, LEASE_MS)).toEqual({ cancelRequested: false });
+    expect(await requestCancel(store, head, 'e'.repeat(32))).toBe(false); // not the claim in flight
+    expect(await requestCancel(store, head, token)).toBe(true);
+    expect(await renewLease(store, lease, LEASE_MS)).toEqual({ cancelRequested: true });
+    await expect(saveCheckpoint(store, lease, checkpoint('c', [], 0, 0))).rejects.toBeInstanceOf(CancelRequestedError);
+    await expect(commitTurn(store, commitOf(head, token, { owner: 'worker', allowCancel: false }))).rejects.toBeInstanceOf(CancelRequestedError);
+    await commitTurn(store, commitOf(head, token, { owner: 'worker', allowCancel: true }));
+    const after = await getHead(store, head.tenant, head.id);
+    expect(after).toMatchObject({ turn: 1, status: 'cancelled', claim: null });
+  });
+
+  it('a stop cannot flag a sync turn, and a run that is gone is not found', async () => {
+    const { head, token } = await claimedRun({ async: false });
+    expect(await requestCancel(store, head, token)).toBe(false);
+    await expect(acquireLease(store, { tenant: head.tenant, id: randomBytes(16).toString('hex'), token, owner: 'w' }, LEASE_MS)).rejects.toBeInstanceOf(NotFoundError);
+  });
+});
+
+describe('following a turn in progress', () => {
+  it('reads each event exactly once from every cursor it hands out, inside event items too', async () => {
+    const { head, token } = await claimedRun();
+    const lease = leaseOf(head, token, 'worker');
+    await acquireLease(store, lease, LEASE_MS);
+    const all = Array.from({ length: 9 }, (_, i) => ({ event: 'e', data: i }));
+    // three event items of 2, 3 and 4 events, and a checkpoint with no new events in between
+    await saveCheckpoint(store, lease, checkpoint('1', all.slice(0, 2), 1, 0));
+    await saveCheckpoint(store, lease, checkpoint('1b', [], 1, 2));
+    await saveCheckpoint(store, lease, checkpoint('2', all.slice(2, 5), 2, 2));
+    await saveCheckpoint(store, lease, checkpoint('3', all.slice(5, 9), 3, 5));
+
+    const whole = await readTurnEvents(engine, head.tenant, head.id, 1, parseCursor(undefined));
+    expect(whole).toMatchObject({ status: 'running', committed: false, events: all, next_cursor: '3.9' });
+    expect(whole.cursors).toHaveLength(9);
+    for (const [k, cursor] of whole.cursors.entries()) {
+      const rest = await readTurnEvents(engine, head.tenant, head.id, 1, parseCursor(cursor));
+      expect(rest.events).toEqual(all.slice(k + 1));
+    }
+    await expect(readTurnEvents(engine, head.tenant, head.id, 2, parseCursor(undefined))).rejects.toBeInstanceOf(NotFoundError);
+    expect(() => parseCursor('1.2.3')).toThrow(/cursor/);
+  });
+});

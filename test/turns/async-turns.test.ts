@@ -1,0 +1,243 @@
+/**
+ * Async turns in the worker: suspension before the invocation ends and continuation by the
+ * next message, stops (the cancel flag read between batches, and a stop that lands after the
+ * last checkpoint), and two deliveries of one message at once.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createInProcessQueue } from '../../lib/local/in-process-queue';
+import { SsrfGuard } from '../../lib/outbound/ssrf';
+import { requestCancel } from '../../lib/store/checkpoints';
+import { getHead } from '../../lib/store/sessions';
+import { type Outcome, processBatch, type QueueDeps, type QueueMessage } from '../../lib/turns/queue';
+import { graph } from '../helpers/dsl-builder';
+import { newWorkflow, testEngine } from '../helpers/engine';
+import { type Served, serveApp, sseFrames } from '../helpers/http';
+import { sqsRecord } from '../helpers/sqs';
+import { OpenAiServer } from '../llm/openai-server';
+
+const llm = (step: string, next: string[]) => ['LLM', {
+  llm_id: 'writer@Local',
+  sys_prompt: 'Answer in one line.',
+  prompts: [{ role: 'user', content: `step ${step} of {sys.query}` }],
+  message_history_window_size: 0,
+}, next] as [string, Record<string, unknown>, string[]];
+
+const fourSteps = graph({
+  begin: ['Begin', { mode: 'conversational' }, ['LLM:A']],
+  'LLM:A': llm('A', ['LLM:B']),
+  'LLM:B': llm('B', ['LLM:C']),
+  'LLM:C': llm('C', ['LLM:D']),
+  'LLM:D': llm('D', ['Message:Out']),
+  'Message:Out': ['Message', { content: ['{LLM:A@content} {LLM:B@content} {LLM:C@content} {LLM:D@content}'] }],
+});
+
+let model: OpenAiServer;
+let delayMs = 0;
+let api: Served;
+const queued: QueueMessage[] = [];
+let engine: ReturnType<typeof testEngine>;
+
+beforeAll(async () => {
+  model = await OpenAiServer.start();
+  model.respond = (body) => {
+    const step = /step (\w)/.exec(body.messages.at(-1)?.content ?? '')?.[1] ?? '?';
+    return { kind: 'text', text: `${step.toLowerCase()}${step.toLowerCase()}`, chunks: 2, delayMs };
+  };
+  engine = testEngine({ openaiUrl: model.url, leaseMs: 1000 });
+  api = await serveApp(engine, { enqueue: async (message) => void queued.push(message) });
+});
+afterAll(async () => {
+  await api.close();
+  await model.close();
+});
+
+const stepsCalled = (since: number) => model.requests.slice(since).map((r) => /step (\w)/.exec(r.body.messages.at(-1)?.content ?? '')?.[1]);
+
+async function claimAsync(workflowId: string, body: Record<string, unknown> = { run_input: { query: 'q' } }): Promise<QueueMessage> {
+  const res = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body, headers: { prefer: 'respond-async' } });
+  expect(res.status).toBe(202);
+  const message = queued.find((m) => m.run_id === res.json.run_id && m.claim?.turn === res.json.turn_number);
+  if (!message) throw new Error('nothing queued');
+  return message;
+}
+
+describe('async turns in the worker', () => {
+  it('suspends at the deadline and is continued by the next message until it commits', async () => {
+    const workflowId = await newWorkflow(engine, api.tenant, fourSteps);
+    const since = model.calls;
+    const message = await claimAsync(workflowId);
+    const outcomes: Outcome['kind'][] = [];
+    const continuations: QueueMessage[] = [];
+    // a deadline already passed: every invocation runs one batch, checkpoints, and hands over
+    const deps: QueueDeps = { engine, guard: new SsrfGuard(), count: (o) => outcomes.push(o), requeue: async (m) => void continuations.push(m) };
+    let next: QueueMessage | undefined = message;
+    for (let hops = 0; next && hops < 20; hops++) {
+      const failures = await processBatch(deps, [sqsRecord(JSON.stringify(next))], { stopBy: 0 });
+      expect(failures.batchItemFailures).toEqual([]);
+      next = continuations.shift();
+      if (next) {
+        expect(next.claim).toEqual(message.claim);
+        // between invocations the run is still at its previous turn, with the turn in flight
+        const run = await api.call('GET', `/workflows/v1/workflow-runs/${message.run_id}`);
+        expect(run.json).toMatchObject({ status: 'running', turn_number: 0, turn_in_progress: 1 });
+      }
+    }
+    // batches: Begin, A, B, C, D, Message; a checkpoint (and a hand-over) after each but the last
+    expect(outcomes).toEqual(['continued', 'continued', 'continued', 'continued', 'continued', 'done']);
+    expect(stepsCalled(since)).toEqual(['A', 'B', 'C', 'D']);
+    const turn = await api.call('GET', `/workflows/v1/workflow-runs/${message.run_id}/turns/1`);
+    expect(turn.json.response.status).toBe('completed');
+    const shown = turn.json.response.events.filter((e: { event: string }) => e.event === 'message').map((e: { data: { content: string } }) => e.data.content).join('');
+    expect(shown).toBe('aa bb cc dd');
+  });
+
+  it('a stop during the turn answers 202, and the turn commits as cancelled before its next batch', async () => {
+    const workflowId = await newWorkflow(engine, api.tenant, fourSteps);
+    const since = model.calls;
+    delayMs = 300;
+    try {
+      const message = await claimAsync(workflowId);
+      const queue = createInProcessQueue((records) => processBatch({ engine, guard: new SsrfGuard() }, records));
+      await queue.enqueue(message);
+      for (let i = 0; i < 300 && stepsCalled(since).length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+
+      const stop = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_id: message.run_id, run_input: { command: 'stop' } } });
+      expect(stop.status).toBe(202);
+      expect(stop.json).toEqual({ run_id: message.run_id, turn_number: 1, status: 'running' });
+      // an answer to the form (or a query) meanwhile is still refused: the turn is in flight
+      const query = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_id: message.run_id, run_input: { query: 'more' } } });
+      expect(query.status).toBe(409);
+      expect(query.json.code).toBe('turn_in_progress');
+
+      await queue.idle();
+      const run = await api.call('GET', `/workflows/v1/workflow-runs/${message.run_id}`);
+      expect(run.json).toMatchObject({ status: 'cancelled', turn_number: 1, is_terminal: true });
+      const turn = await api.call('GET', `/workflows/v1/workflow-runs/${message.run_id}/turns/1`);
+      const events = turn.json.response.events as { event: string }[];
+      expect(events.at(-1)?.event).toBe('workflow_cancelled');
+      // the stop came during A: A finished, nothing after it ran
+      expect(stepsCalled(since)).toEqual(['A']);
+    } finally {
+      delayMs = 0;
+    }
+  });
+
+  it('a stop that lands after the last checkpoint still wins: the turn ends cancelled from that checkpoint', async () => {
+    const workflowId = await newWorkflow(engine, api.tenant, fourSteps);
+    const message = await claimAsync(workflowId);
+    const deps: QueueDeps = { engine, guard: new SsrfGuard() };
+    const runId = message.run_id as string;
+    const failures = await processBatch(deps, [sqsRecord(JSON.stringify(message))], {
+      hooks: {
+        // checkpoint 5 is the last (before Message:Out): the stop arrives just after it
+        async afterCheckpoint(seq) {
+          if (seq !== 5) return;
+          const head = await getHead(engine.store, api.tenant, runId);
+          expect(await requestCancel(engine.store, head, message.claim?.token as string)).toBe(true);
+        },
+      },
+    });
+    expect(failures.batchItemFailures).toEqual([]);
+    const turn = await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns/1`);
+    expect(turn.json.status).toBe('cancelled');
+    const events = turn.json.response.events as { event: string; data: { component_id?: string } }[];
+    expect(events.at(-1)?.event).toBe('workflow_cancelled');
+    // Message:Out ran in the dropped batch: nothing of it was committed
+    expect(events.some((e) => e.data.component_id === 'Message:Out')).toBe(false);
+    expect(events.filter((e) => e.event === 'node_finished').map((e) => e.data.component_id)).toEqual(['begin', 'LLM:A', 'LLM:B', 'LLM:C', 'LLM:D']);
+  });
+
+  it('two deliveries of one message at once: one runs the turn, the other is handed back', async () => {
+    const workflowId = await newWorkflow(engine, api.tenant, fourSteps);
+    const since = model.calls;
+    delayMs = 30;
+    try {
+      const message = await claimAsync(workflowId);
+      const deps: QueueDeps = { engine, guard: new SsrfGuard() };
+      const body = JSON.stringify(message);
+      const first = processBatch(deps, [sqsRecord(body, 'same-message')]);
+      for (let i = 0; i < 300 && stepsCalled(since).length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+      const second = await processBatch(deps, [sqsRecord(body, 'same-message', 2)]);
+      expect(second.batchItemFailures).toEqual([{ itemIdentifier: 'same-message' }]);
+      expect((await first).batchItemFailures).toEqual([]);
+      // delivered again after the commit: the stored answer, no model call
+      const third = await processBatch(deps, [sqsRecord(body, 'same-message', 3)]);
+      expect(third.batchItemFailures).toEqual([]);
+      expect(stepsCalled(since)).toEqual(['A', 'B', 'C', 'D']);
+    } finally {
+      delayMs = 0;
+    }
+  });
+
+  it('a stop meeting a sync turn in progress is refused with 409; on a finished run, run_finished', async () => {
+    const workflowId = await newWorkflow(engine, api.tenant, graph({
+      begin: ['Begin', { mode: 'task' }, ['LLM:A']],
+      'LLM:A': llm('A', []),
+    }));
+    delayMs = 200;
+    try {
+      const turn = api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_input: { query: 'q' } } });
+      for (let i = 0; i < 300 && model.requests.at(-1)?.body.messages.at(-1)?.content !== 'step A of q'; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+      const runs = await api.call('GET', `/workflows/v1/workflow-runs?workflow_id=${workflowId}`);
+      const runId = runs.json.items[0].run_id as string;
+      const stop = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_id: runId, run_input: { command: 'stop' } } });
+      expect(stop.status).toBe(409);
+      expect(stop.json.code).toBe('turn_in_progress');
+      expect((await turn).json.status).toBe('completed');
+      const late = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_id: runId, run_input: { command: 'stop' } } });
+      expect(late.status).toBe(409);
+      expect(late.json.code).toBe('run_finished');
+    } finally {
+      delayMs = 0;
+    }
+  });
+
+  it('can be followed from a cursor while it runs: JSON pages and SSE both read exactly the committed events', async () => {
+    const workflowId = await newWorkflow(engine, api.tenant, fourSteps);
+    delayMs = 60;
+    try {
+      const message = await claimAsync(workflowId);
+      const runId = message.run_id as string;
+      const path = `/workflows/v1/workflow-runs/${runId}/turns/1/events`;
+      const queue = createInProcessQueue((records) => processBatch({ engine, guard: new SsrfGuard() }, records));
+      const sse = fetch(`${api.url}${path}?format=sse`, { headers: { authorization: `Bearer ${api.adminKey}` } }).then((r) => r.text());
+      await queue.enqueue(message);
+
+      const polled: unknown[] = [];
+      let cursor = '';
+      let pagesBeforeCommit = 0;
+      for (let i = 0; i < 400; i++) {
+        const page = await api.call('GET', `${path}${cursor ? `?cursor=${cursor}` : ''}`);
+        expect(page.status).toBe(200);
+        polled.push(...page.json.events);
+        cursor = page.json.next_cursor;
+        if (page.json.committed) break;
+        if (page.json.events.length > 0) pagesBeforeCommit++;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      await queue.idle();
+      const turn = await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns/1`);
+      const committed = turn.json.response.events as unknown[];
+      expect(pagesBeforeCommit).toBeGreaterThan(1);
+      expect(polled).toEqual(committed);
+
+      const frames = sseFrames(await sse);
+      expect(frames.at(-1)?.event).toBe('turn_response');
+      expect(frames.at(-1)?.data).toEqual(turn.json.response);
+      expect(frames.slice(0, -1).map((f) => ({ event: f.event, data: f.data }))).toEqual(committed);
+
+      // a client that reconnects from any cursor it was given reads the rest, no more, no less
+      const ids = [...(await (await fetch(`${api.url}${path}?format=sse`, { headers: { authorization: `Bearer ${api.adminKey}` } })).text()).matchAll(/^id: (.*)$/gm)].map((m) => m[1]);
+      const middle = ids[Math.floor(ids.length / 2)] as string;
+      const rest = await fetch(`${api.url}${path}?format=sse`, { headers: { authorization: `Bearer ${api.adminKey}`, 'last-event-id': middle } }).then((r) => r.text());
+      expect(sseFrames(rest).slice(0, -1).map((f) => ({ event: f.event, data: f.data }))).toEqual(committed.slice(Math.floor(ids.length / 2) + 1));
+
+      const bad = await api.call('GET', `${path}?cursor=nope`);
+      expect(bad.status).toBe(400);
+      const missing = await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns/2/events`);
+      expect(missing.status).toBe(404);
+    } finally {
+      delayMs = 0;
+    }
+  });
+});

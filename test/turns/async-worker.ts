@@ -1,0 +1,40 @@
+/**
+ * A queue worker in a process of its own, for the crash tests: it hands one SQS record to the
+ * real batch handler and prints what happens. `pauseAfterCheckpoint: n` makes it print
+ * `checkpoint n` once that checkpoint is written and then hang there (the test kills it).
+ * Nothing is shared with other workers but the table.
+ */
+import { builtinComponents } from '../../lib/components';
+import { SsrfGuard } from '../../lib/outbound/ssrf';
+import { createDynamoClients } from '../../lib/store/setup';
+import { processBatch } from '../../lib/turns/queue';
+import { testServices } from '../helpers/services';
+import { sqsRecord } from '../helpers/sqs';
+
+const args = JSON.parse(process.argv[2] ?? '{}') as {
+  endpoint: string;
+  table: string;
+  openaiUrl: string;
+  body: string;
+  messageId: string;
+  receiveCount: number;
+  leaseMs: number;
+  pauseAfterCheckpoint?: number;
+};
+const { doc } = createDynamoClients({ endpoint: args.endpoint });
+const engine = { store: { doc, table: args.table }, registry: builtinComponents, services: testServices({ openaiUrl: args.openaiUrl }), leaseMs: args.leaseMs };
+const record = sqsRecord(args.body, args.messageId, args.receiveCount);
+const result = await processBatch(
+  { engine, guard: new SsrfGuard({ allow: ['127.0.0.1'] }), log: (message, fields) => process.stdout.write(`log ${JSON.stringify({ message, ...fields })}\n`) },
+  [record],
+  {
+    hooks: {
+      async afterCheckpoint(seq) {
+        process.stdout.write(`checkpoint ${seq}\n`);
+        if (seq === args.pauseAfterCheckpoint) await new Promise(() => undefined);
+      },
+    },
+  },
+);
+process.stdout.write(`result ${JSON.stringify(result)}\n`);
+process.exit(0);
