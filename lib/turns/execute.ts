@@ -145,7 +145,16 @@ export type Begun =
 export async function claimNextTurn(
   engine: TurnEngine,
   original: TurnRequest,
-  options: { leaseMs?: number; waitForSameKey?: boolean; async?: boolean } = {},
+  options: {
+    leaseMs?: number;
+    waitForSameKey?: boolean;
+    async?: boolean;
+    /**
+     * The claim token to use, fixed by the caller (a queue message's own): a turn this token
+     * already claims is an earlier delivery's, and is continued rather than claimed again.
+     */
+    token?: string;
+  } = {},
 ): Promise<Begun> {
   const leaseMs = options.leaseMs ?? leaseOf(engine);
   const fingerprint = fingerprintOf(original);
@@ -160,13 +169,14 @@ export async function claimNextTurn(
       replacing = known.replacing;
       runId ??= known.sessionId;
     }
-    const prepared = runId ? await prepareNext(engine, request, runId) : await prepareFirst(engine, request);
+    const prepared = runId ? await prepareNext(engine, request, runId, options.token) : await prepareFirst(engine, request);
     const running = prepared.head.claim;
+    if (options.token !== undefined && running?.token === options.token) return { request, prepared, claim: running };
     if (request.command === 'stop' && running?.async && running.expiresAt > now(engine)) {
       if (await requestCancel(engine.store, prepared.head, running.token)) throw new StopAccepted(prepared.head.id, running.turn);
       continue; // the turn ended meanwhile: look again
     }
-    const token = randomBytes(16).toString('hex');
+    const token = options.token ?? randomBytes(16).toString('hex');
     if (request.idempotencyKey) {
       const recorded = await putIdempotency(engine.store, request.tenant, {
         key: request.idempotencyKey,

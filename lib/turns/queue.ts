@@ -18,6 +18,7 @@ import { z } from 'zod';
 import { EaselError, TransientError } from '../canvas/errors';
 import { sendWebhook } from '../outbound/webhook';
 import type { SsrfGuard } from '../outbound/ssrf';
+import { sha256 } from '../store/codec';
 import { LeaseLostError, TurnInProgressError } from '../store/errors';
 import { webhookSecret } from '../store/tenants';
 import { type AsyncTurnOptions, type AsyncTurnOutcome, runAsyncTurn } from './async-turn';
@@ -69,6 +70,11 @@ export interface QueueDeps {
 }
 
 export interface Delivery {
+  /**
+   * The SQS message id. A message without a claim claims its turn under a token derived from
+   * it, so a redelivery after a crash finds its own claim and checkpoint and goes on from there.
+   */
+  messageId?: string;
   /** Epoch ms after which this worker starts no new batch (its invocation ends soon after). */
   stopBy?: number;
   /** Test seams of the async turn runner. */
@@ -110,7 +116,12 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
     if (claim) {
       outcome = await runAsyncTurn(deps.engine, { ...request, runId: claim.runId }, claim.token, options);
     } else {
-      const begun = await claimNextTurn(deps.engine, request, { leaseMs: deps.holdMs ?? DEFAULT_HOLD_MS, waitForSameKey: false, async: true });
+      const begun = await claimNextTurn(deps.engine, request, {
+        leaseMs: deps.holdMs ?? DEFAULT_HOLD_MS,
+        waitForSameKey: false,
+        async: true,
+        ...(delivery.messageId ? { token: sha256(`easel-queue-message:${delivery.messageId}`).slice(0, 32) } : {}),
+      });
       if ('running' in begun) return report(deps, message, { kind: 'retry', reason: `turn ${begun.running.turn} is in progress` });
       if ('replay' in begun) {
         outcome = { kind: 'committed', result: begun.replay };
@@ -175,7 +186,7 @@ function report(deps: QueueDeps, message: QueueMessage | undefined, outcome: Out
 export async function processBatch(deps: QueueDeps, records: readonly { messageId: string; body: string }[], delivery: Delivery = {}): Promise<{ batchItemFailures: { itemIdentifier: string }[] }> {
   const failures: { itemIdentifier: string }[] = [];
   for (const record of records) {
-    const outcome = await processMessage(deps, record.body, delivery);
+    const outcome = await processMessage(deps, record.body, { ...delivery, messageId: record.messageId });
     if (outcome.kind === 'retry') failures.push({ itemIdentifier: record.messageId });
   }
   return { batchItemFailures: failures };

@@ -80,17 +80,17 @@ interface Worker {
   exited: Promise<number | null>;
 }
 
-function startWorker(body: string, receiveCount: number, options: { pauseAfterCheckpoint?: number } = {}): Worker {
+function startWorker(body: string, receiveCount: number, options: { pauseAfterCheckpoint?: number; messageId?: string } = {}): Worker {
   const { endpoint, tableName } = testTable();
   const child = spawn(TSX, [WORKER, JSON.stringify({
     endpoint,
     table: tableName,
     openaiUrl: model.url,
     body,
-    messageId: 'message-of-the-async-turn',
+    messageId: options.messageId ?? 'message-of-the-async-turn',
     receiveCount,
     leaseMs: LEASE_MS,
-    ...options,
+    ...(options.pauseAfterCheckpoint !== undefined ? { pauseAfterCheckpoint: options.pauseAfterCheckpoint } : {}),
   })], { stdio: ['ignore', 'pipe', 'inherit'] });
   const lines: string[] = [];
   const waiters: { pattern: RegExp; resolve: (line: string) => void }[] = [];
@@ -217,6 +217,31 @@ describe('an async turn whose worker is killed mid-turn', () => {
     const turn = await readTurn(runId, 1);
     expect(turn.response.status).toBe('completed');
     expect(turn.response.events.filter((e) => e.event === 'node_finished' && e.data.component_id === 'LLM:B')).toHaveLength(1);
+    expect(await checkpointItems(runId)).toBe(0);
+  }, 60_000);
+
+  it('a queued turn without a claim (a scheduled run) resumes the same way on redelivery of its message', async () => {
+    const workflowId = await newWorkflow(engine, api.tenant, threeSteps);
+    const since = model.calls;
+    const body = JSON.stringify({ tenant: api.tenant, workflow_id: workflowId, run_input: { query: 'the digest' }, idempotency_key: 'digest:2026-11-30T09:00:00Z' });
+    const messageId = 'scheduled-message-1';
+
+    const first = startWorker(body, 1, { pauseAfterCheckpoint: 3, messageId });
+    await first.waitFor(/^checkpoint 3$/);
+    await kill(first);
+    expect(callsByStep(since)).toEqual({ A: { made: 1, answered: 1 }, B: { made: 1, answered: 1 } });
+
+    await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 200));
+    const second = startWorker(body, 2, { messageId });
+    expect(await second.waitFor(/^result /)).toBe('result {"batchItemFailures":[]}');
+    await second.exited;
+    expect(callsByStep(since)).toEqual({ A: { made: 1, answered: 1 }, B: { made: 1, answered: 1 }, C: { made: 1, answered: 1 } });
+
+    // one run, committed once
+    const runs = await api.call('GET', `/workflows/v1/workflow-runs?workflow_id=${workflowId}`);
+    expect(runs.json.items).toHaveLength(1);
+    const runId = runs.json.items[0].run_id as string;
+    expect(await readRun(runId)).toMatchObject({ status: 'completed', turn_number: 1 });
     expect(await checkpointItems(runId)).toBe(0);
   }, 60_000);
 });
