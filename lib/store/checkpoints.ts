@@ -1,9 +1,15 @@
 /**
  * Async turns in progress. A worker holds the turn's claim under a lease of its own
- * (`claim_owner` + `claim_expires` on the head) and, between batches, writes a checkpoint of
+ * (`claim_owner` + `lease_expires` on the head) and, between batches, writes a checkpoint of
  * the turn (`P#<turn>`) and the events of the batches since the last one (`P#<turn>#E#<seq>`).
  * The head's turn and status do not move until the commit, so for everyone else the run stays
  * at its previous turn until then.
+ *
+ * Two clocks: the lease (short, renewed by the worker's heartbeat) says whether the worker is
+ * alive, and decides when another worker may take the turn over; the claim's own expiry
+ * (`claim_expires`, pushed `holdMs` ahead with every sign of life) keeps other requests — a
+ * synchronous turn, a form timer — off the run until the turn's message comes back after a
+ * crash, so the async turn is resumed rather than lost.
  *
  * Every write is fenced by the lease: a checkpoint goes in one transaction with the renewal of
  * the lease, on condition that this worker still owns it. A worker presumed dead (its lease
@@ -20,6 +26,12 @@ import { deleteKeys, leaseRefusal, type SessionHead, toHead } from './sessions';
 
 /** No checkpoint item may come near DynamoDB's 400 KB. */
 const MAX_CHECKPOINT_BYTES = 350 * 1024;
+
+/** How long a lease lasts without renewal, and how long the claim is kept for the turn. */
+export interface LeaseTimes {
+  leaseMs: number;
+  holdMs: number;
+}
 
 /** Which worker attempt holds which claimed turn. */
 export interface Lease {
@@ -50,17 +62,17 @@ const headKey = (lease: Pick<Lease, 'tenant' | 'id'>) => ({ pk: keys.session(lea
  * while another worker's lease runs, LeaseLostError when the claim itself is gone (the turn was
  * committed or taken over by another request), NotFoundError when the run is.
  */
-export async function acquireLease(ctx: StoreContext, lease: Omit<Lease, 'turn'>, leaseMs: number): Promise<SessionHead> {
+export async function acquireLease(ctx: StoreContext, lease: Omit<Lease, 'turn'>, times: LeaseTimes): Promise<SessionHead> {
   const at = now(ctx);
   try {
     const out = await call('take the lease', () =>
       ctx.doc.send(new UpdateCommand({
         TableName: ctx.table,
         Key: headKey(lease),
-        UpdateExpression: 'SET claim_owner = :owner, claim_expires = :exp',
+        UpdateExpression: 'SET claim_owner = :owner, lease_expires = :lease, claim_expires = :hold',
         ConditionExpression:
-          'attribute_exists(pk) AND claim_token = :tok AND (attribute_not_exists(claim_owner) OR claim_owner = :owner OR claim_expires < :now)',
-        ExpressionAttributeValues: { ':owner': lease.owner, ':exp': at + leaseMs, ':tok': lease.token, ':now': at },
+          'attribute_exists(pk) AND claim_token = :tok AND (attribute_not_exists(claim_owner) OR claim_owner = :owner OR lease_expires < :now)',
+        ExpressionAttributeValues: { ':owner': lease.owner, ':lease': at + times.leaseMs, ':hold': at + times.holdMs, ':tok': lease.token, ':now': at },
         ReturnValues: 'ALL_NEW',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         ...capacityParam(ctx),
@@ -84,15 +96,16 @@ export async function acquireLease(ctx: StoreContext, lease: Omit<Lease, 'turn'>
  * Extends the lease (a heartbeat while a batch runs long). Returns whether a stop is pending;
  * LeaseLostError when the lease is no longer this worker's.
  */
-export async function renewLease(ctx: StoreContext, lease: Lease, leaseMs: number): Promise<{ cancelRequested: boolean }> {
+export async function renewLease(ctx: StoreContext, lease: Lease, times: LeaseTimes): Promise<{ cancelRequested: boolean }> {
+  const at = now(ctx);
   try {
     const out = await call('renew the lease', () =>
       ctx.doc.send(new UpdateCommand({
         TableName: ctx.table,
         Key: headKey(lease),
-        UpdateExpression: 'SET claim_expires = :exp',
+        UpdateExpression: 'SET lease_expires = :lease, claim_expires = :hold',
         ConditionExpression: 'claim_token = :tok AND claim_owner = :owner',
-        ExpressionAttributeValues: { ':exp': now(ctx) + leaseMs, ':tok': lease.token, ':owner': lease.owner },
+        ExpressionAttributeValues: { ':lease': at + times.leaseMs, ':hold': at + times.holdMs, ':tok': lease.token, ':owner': lease.owner },
         ReturnValues: 'ALL_NEW',
         ...capacityParam(ctx),
       })),
@@ -114,7 +127,7 @@ export async function releaseLease(ctx: StoreContext, lease: Lease, holdMs: numb
     ctx.doc.send(new UpdateCommand({
       TableName: ctx.table,
       Key: headKey(lease),
-      UpdateExpression: 'SET claim_expires = :exp REMOVE claim_owner',
+      UpdateExpression: 'SET claim_expires = :exp REMOVE claim_owner, lease_expires',
       ConditionExpression: 'claim_token = :tok AND claim_owner = :owner',
       ExpressionAttributeValues: { ':exp': now(ctx) + holdMs, ':tok': lease.token, ':owner': lease.owner },
     })),
@@ -161,7 +174,7 @@ export async function saveCheckpoint(
     seq: number;
     /** How many events of the turn came before these. */
     from: number;
-    leaseMs: number;
+    times: LeaseTimes;
     ttlSeconds: number;
     storedBlobs: Set<string>;
   },
@@ -209,9 +222,9 @@ export async function saveCheckpoint(
             Update: {
               TableName: ctx.table,
               Key: headKey(lease),
-              UpdateExpression: 'SET claim_expires = :exp',
+              UpdateExpression: 'SET lease_expires = :lease, claim_expires = :hold',
               ConditionExpression: 'claim_token = :tok AND claim_owner = :owner AND attribute_not_exists(cancel_at)',
-              ExpressionAttributeValues: { ':exp': at + c.leaseMs, ':tok': lease.token, ':owner': lease.owner },
+              ExpressionAttributeValues: { ':lease': at + c.times.leaseMs, ':hold': at + c.times.holdMs, ':tok': lease.token, ':owner': lease.owner },
               ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
             },
           },

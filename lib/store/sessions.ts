@@ -181,7 +181,7 @@ export async function claimTurn(ctx: StoreContext, head: SessionHead, token: str
         Key: { pk: keys.session(head.tenant, head.id), sk: SESSION_HEAD_SK },
         // the head may lag behind a committed record: bring it up to what was read; a new claim
         // starts without a worker holding its lease and without a stop pending
-        UpdateExpression: `SET #turn = :turn, #status = :status, claim_turn = :ct, claim_token = :tok, claim_expires = :exp${options.async ? ', claim_async = :async' : ''} REMOVE claim_owner, cancel_at${options.async ? '' : ', claim_async'}`,
+        UpdateExpression: `SET #turn = :turn, #status = :status, claim_turn = :ct, claim_token = :tok, claim_expires = :exp${options.async ? ', claim_async = :async' : ''} REMOVE claim_owner, lease_expires, cancel_at${options.async ? '' : ', claim_async'}`,
         ConditionExpression:
           'attribute_exists(pk) AND #turn <= :turn AND (attribute_not_exists(claim_turn) OR claim_turn <= :turn OR claim_expires < :now) AND (attribute_not_exists(#ttl) OR #ttl > :nowSec)',
         ExpressionAttributeNames: { '#turn': 'turn', '#status': 'status', '#ttl': 'ttl' },
@@ -364,7 +364,7 @@ export function leaseRefusal(old: Record<string, unknown> | undefined, token: st
 }
 
 /** The head attributes that make up a claim and its lease. */
-export const CLAIM_ATTRIBUTES = 'claim_turn, claim_token, claim_expires, claim_async, claim_owner, cancel_at';
+export const CLAIM_ATTRIBUTES = 'claim_turn, claim_token, claim_expires, claim_async, claim_owner, lease_expires, cancel_at';
 
 /** Gives a claim back without committing (the turn was refused before running anything). */
 export async function releaseClaim(ctx: StoreContext, head: SessionHead, claim: Claim): Promise<void> {

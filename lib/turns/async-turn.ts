@@ -4,7 +4,8 @@
  *
  * - The worker takes the claim's lease (its own `owner` id) and keeps it alive with a heartbeat
  *   while a batch runs; a worker that crashes stops renewing, and once its lease expires the
- *   next delivery of the message takes the turn over.
+ *   next delivery of the message takes the turn over. Meanwhile the claim itself is kept
+ *   (`holdMs` past the last sign of life), so no other request takes the turn before then.
  * - Between batches it writes a checkpoint (engine state mid-turn + the events since the last
  *   one), fenced by the lease. A successor resumes from the last checkpoint: the model calls
  *   and Invoke requests of the batches before it are not made again.
@@ -52,8 +53,9 @@ const DEFAULT_HOLD_MS = 20 * 60_000;
 
 /**
  * Runs (or continues) the async turn claimed under `token`. A delivery of a turn already
- * committed returns its stored answer; a claim gone to another request is LeaseLostError; a
- * lease still held by a live worker is TurnInProgressError (try again later).
+ * committed returns its stored answer; a claim gone to another request is `claim_lost`; a
+ * lease still held by a live worker is TurnInProgressError (try again later); a lease lost
+ * midway (this worker was presumed dead and taken over) is LeaseLostError.
  */
 export async function runAsyncTurn(
   engine: TurnEngine,
@@ -63,15 +65,18 @@ export async function runAsyncTurn(
 ): Promise<AsyncTurnOutcome> {
   const store = engine.store;
   const leaseMs = leaseOf(engine);
+  const holdMs = options.holdMs ?? DEFAULT_HOLD_MS;
+  const times = { leaseMs, holdMs };
   const owner = randomBytes(16).toString('hex');
   let head;
   try {
-    head = await acquireLease(store, { tenant: request.tenant, id: request.runId, token, owner }, leaseMs);
+    head = await acquireLease(store, { tenant: request.tenant, id: request.runId, token, owner }, times);
   } catch (error) {
     if (!(error instanceof LeaseLostError)) throw error;
     const replay = await committedBy(engine, request, token);
     if (replay) return { kind: 'committed', result: replay };
-    throw error;
+    // never ran, and never will: reported (and its callback told) as a refused turn
+    throw new EaselError('claim_lost', 'the turn was taken over by another request before a worker could run it');
   }
   const claim = head.claim as NonNullable<typeof head.claim>;
   const lease: Lease = { tenant: request.tenant, id: request.runId, turn: claim.turn, token, owner };
@@ -86,7 +91,7 @@ export async function runAsyncTurn(
   let cancel = claim.cancelRequested === true;
   let lost = false;
   const heartbeat = setInterval(() => {
-    renewLease(store, lease, leaseMs).then(
+    renewLease(store, lease, times).then(
       (r) => {
         if (r.cancelRequested) cancel = true;
       },
@@ -108,7 +113,7 @@ export async function runAsyncTurn(
           events: progress.pendingMerged(),
           seq: progress.nextSeq,
           from: progress.savedCount,
-          leaseMs,
+          times,
           ttlSeconds: ttlOf(engine),
           storedBlobs,
         });
@@ -143,13 +148,13 @@ export async function runAsyncTurn(
     }
   } catch (error) {
     clearInterval(heartbeat);
-    if (!lost) await letGo(engine, prepared, lease, error, options.holdMs ?? DEFAULT_HOLD_MS);
+    if (!lost) await letGo(engine, prepared, lease, error, holdMs);
     throw error;
   }
   clearInterval(heartbeat);
   if (lost) throw new LeaseLostError();
   if (canvas.isSuspended) {
-    await releaseLease(store, lease, options.holdMs ?? DEFAULT_HOLD_MS);
+    await releaseLease(store, lease, holdMs);
     return { kind: 'suspended', runId: request.runId, turn: claim.turn };
   }
 

@@ -164,7 +164,7 @@ export async function claimNextTurn(
     let replacing: string | null = null;
     let runId = request.runId;
     if (request.idempotencyKey) {
-      const known = await resolveKey(engine, request, fingerprint, options.waitForSameKey ?? true);
+      const known = await resolveKey(engine, request, fingerprint, options.waitForSameKey ?? true, options.token);
       if ('replay' in known || 'running' in known) return known;
       replacing = known.replacing;
       runId ??= known.sessionId;
@@ -362,7 +362,7 @@ type KnownKey = { replay: TurnResult } | { running: { runId: string; turn: numbe
  * What an Idempotency-Key already stands for: a committed turn (replay it), a request still
  * running (wait for it), or an attempt that died (take it over).
  */
-async function resolveKey(engine: TurnEngine, request: TurnRequest, fingerprint: string, wait: boolean): Promise<KnownKey> {
+async function resolveKey(engine: TurnEngine, request: TurnRequest, fingerprint: string, wait: boolean, ownToken?: string): Promise<KnownKey> {
   const key = request.idempotencyKey as string;
   const deadline = now(engine) + (engine.idempotencyWaitMs ?? leaseOf(engine));
   for (let pause = 50; ; pause = Math.min(pause * 2, 500)) {
@@ -377,6 +377,8 @@ async function resolveKey(engine: TurnEngine, request: TurnRequest, fingerprint:
       if (error instanceof NotFoundError) return null;
       throw error;
     });
+    // our own earlier attempt (a redelivered message): the caller continues its claim
+    if (head && ownToken !== undefined && record.token === ownToken) return { replacing: record.token, ...(!request.runId ? { sessionId: record.sessionId } : {}) };
     const at = now(engine);
     const running = head
       ? head.claim?.token === record.token && head.claim.expiresAt > at

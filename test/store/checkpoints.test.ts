@@ -17,13 +17,14 @@ import {
 } from '../../lib/store/checkpoints';
 import { CancelRequestedError, LeaseLostError, NotFoundError, TurnInProgressError } from '../../lib/store/errors';
 import { keys, SESSION_HEAD_SK } from '../../lib/store/item-keys';
-import { commitTurn, createSession, getHead, getTurn, type SessionHead } from '../../lib/store/sessions';
+import { claimTurn, commitTurn, createSession, getHead, getTurn, type SessionHead } from '../../lib/store/sessions';
 import { parseCursor, readTurnEvents } from '../../lib/turns/progress';
 import { newTenant, testEngine } from '../helpers/engine';
 
 const engine = testEngine();
 const store = engine.store;
 const LEASE_MS = 60_000;
+const TIMES = { leaseMs: LEASE_MS, holdMs: 20 * 60_000 };
 
 async function claimedRun(options: { async?: boolean } = {}): Promise<{ head: SessionHead; token: string }> {
   const token = randomBytes(16).toString('hex');
@@ -41,11 +42,12 @@ async function claimedRun(options: { async?: boolean } = {}): Promise<{ head: Se
 
 const leaseOf = (head: SessionHead, token: string, owner: string): Lease => ({ tenant: head.tenant, id: head.id, turn: 1, token, owner });
 
+/** The worker stopped renewing (it died) long enough ago for its lease to be over. */
 async function expireLease(head: SessionHead): Promise<void> {
   await store.doc.send(new UpdateCommand({
     TableName: store.table,
     Key: { pk: keys.session(head.tenant, head.id), sk: SESSION_HEAD_SK },
-    UpdateExpression: 'SET claim_expires = :past',
+    UpdateExpression: 'SET lease_expires = :past',
     ExpressionAttributeValues: { ':past': Date.now() - 1 },
   }));
 }
@@ -55,7 +57,7 @@ const checkpoint = (label: string, events: unknown[], seq: number, from: number)
   events,
   seq,
   from,
-  leaseMs: LEASE_MS,
+  times: TIMES,
   ttlSeconds: 3600,
   storedBlobs: new Set<string>(),
 });
@@ -79,15 +81,17 @@ describe('the lease of an async turn', () => {
     const { head, token } = await claimedRun();
     const a = leaseOf(head, token, 'worker-a');
     const b = leaseOf(head, token, 'worker-b');
-    await acquireLease(store, a, LEASE_MS);
-    await acquireLease(store, a, LEASE_MS); // its own lease again: fine
-    await expect(acquireLease(store, b, LEASE_MS)).rejects.toBeInstanceOf(TurnInProgressError);
+    await acquireLease(store, a, TIMES);
+    await acquireLease(store, a, TIMES); // its own lease again: fine
+    await expect(acquireLease(store, b, TIMES)).rejects.toBeInstanceOf(TurnInProgressError);
     await saveCheckpoint(store, a, checkpoint('a1', [{ event: 'x', data: 1 }], 1, 0));
 
     await expireLease(head);
-    await acquireLease(store, b, LEASE_MS);
+    // the worker is presumed dead, but the claim is kept for its message: no other request gets the turn
+    await expect(claimTurn(store, await getHead(store, head.tenant, head.id), 'd'.repeat(32), LEASE_MS)).rejects.toBeInstanceOf(TurnInProgressError);
+    await acquireLease(store, b, TIMES);
     await expect(saveCheckpoint(store, a, checkpoint('a2', [{ event: 'x', data: 2 }], 2, 1))).rejects.toBeInstanceOf(LeaseLostError);
-    await expect(renewLease(store, a, LEASE_MS)).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(renewLease(store, a, TIMES)).rejects.toBeInstanceOf(LeaseLostError);
     await expect(releaseLease(store, a, LEASE_MS)).rejects.toBeInstanceOf(LeaseLostError);
     await expect(commitTurn(store, commitOf(head, token, { owner: 'worker-a', allowCancel: false }))).rejects.toBeInstanceOf(LeaseLostError);
     expect(await getTurn(store, head.tenant, head.id, 1)).toBeNull();
@@ -103,17 +107,17 @@ describe('the lease of an async turn', () => {
     await commitTurn(store, commitOf(head, token, { owner: 'worker-b', allowCancel: false }));
     expect((await getHead(store, head.tenant, head.id)).claim).toBeNull();
     // the claim is gone: a late delivery finds the turn lost to it
-    await expect(acquireLease(store, b, LEASE_MS)).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(acquireLease(store, b, TIMES)).rejects.toBeInstanceOf(LeaseLostError);
   });
 
   it('a pending stop refuses checkpoints and ordinary commits, and is reported by the heartbeat', async () => {
     const { head, token } = await claimedRun();
     const lease = leaseOf(head, token, 'worker');
-    await acquireLease(store, lease, LEASE_MS);
-    expect(await renewLease(store, lease, LEASE_MS)).toEqual({ cancelRequested: false });
+    await acquireLease(store, lease, TIMES);
+    expect(await renewLease(store, lease, TIMES)).toEqual({ cancelRequested: false });
     expect(await requestCancel(store, head, 'e'.repeat(32))).toBe(false); // not the claim in flight
     expect(await requestCancel(store, head, token)).toBe(true);
-    expect(await renewLease(store, lease, LEASE_MS)).toEqual({ cancelRequested: true });
+    expect(await renewLease(store, lease, TIMES)).toEqual({ cancelRequested: true });
     await expect(saveCheckpoint(store, lease, checkpoint('c', [], 0, 0))).rejects.toBeInstanceOf(CancelRequestedError);
     await expect(commitTurn(store, commitOf(head, token, { owner: 'worker', allowCancel: false }))).rejects.toBeInstanceOf(CancelRequestedError);
     await commitTurn(store, commitOf(head, token, { owner: 'worker', allowCancel: true }));
@@ -124,7 +128,7 @@ describe('the lease of an async turn', () => {
   it('a stop cannot flag a sync turn, and a run that is gone is not found', async () => {
     const { head, token } = await claimedRun({ async: false });
     expect(await requestCancel(store, head, token)).toBe(false);
-    await expect(acquireLease(store, { tenant: head.tenant, id: randomBytes(16).toString('hex'), token, owner: 'w' }, LEASE_MS)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(acquireLease(store, { tenant: head.tenant, id: randomBytes(16).toString('hex'), token, owner: 'w' }, TIMES)).rejects.toBeInstanceOf(NotFoundError);
   });
 });
 
@@ -132,7 +136,7 @@ describe('following a turn in progress', () => {
   it('reads each event exactly once from every cursor it hands out, inside event items too', async () => {
     const { head, token } = await claimedRun();
     const lease = leaseOf(head, token, 'worker');
-    await acquireLease(store, lease, LEASE_MS);
+    await acquireLease(store, lease, TIMES);
     const all = Array.from({ length: 9 }, (_, i) => ({ event: 'e', data: i }));
     // three event items of 2, 3 and 4 events, and a checkpoint with no new events in between
     await saveCheckpoint(store, lease, checkpoint('1', all.slice(0, 2), 1, 0));

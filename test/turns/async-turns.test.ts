@@ -3,10 +3,14 @@
  * next message, stops (the cancel flag read between batches, and a stop that lands after the
  * last checkpoint), and two deliveries of one message at once.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInProcessQueue } from '../../lib/local/in-process-queue';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
 import { requestCancel } from '../../lib/store/checkpoints';
+import { keys, SESSION_HEAD_SK } from '../../lib/store/item-keys';
 import { getHead } from '../../lib/store/sessions';
 import { type Outcome, processBatch, type QueueDeps, type QueueMessage } from '../../lib/turns/queue';
 import { graph } from '../helpers/dsl-builder';
@@ -240,4 +244,84 @@ describe('async turns in the worker', () => {
       delayMs = 0;
     }
   });
+
+  it('a worker presumed dead and taken over stops at its next checkpoint without committing', async () => {
+    const workflowId = await newWorkflow(engine, api.tenant, fourSteps);
+    const since = model.calls;
+    const message = await claimAsync(workflowId);
+    const runId = message.run_id as string;
+    const body = JSON.stringify(message);
+    const outcomes: Outcome['kind'][] = [];
+    const deps: QueueDeps = { engine, guard: new SsrfGuard(), count: (o) => outcomes.push(o) };
+    let successor: Promise<unknown> | undefined;
+    const zombie = processBatch(deps, [sqsRecord(body, 'm-zombie')], {
+      hooks: {
+        async afterCheckpoint(seq) {
+          if (seq !== 2 || successor) return;
+          // the worker stalls here past its lease, as others see it; another takes the turn over
+          await engine.store.doc.send(new UpdateCommand({
+            TableName: engine.store.table,
+            Key: { pk: keys.session(api.tenant, runId), sk: SESSION_HEAD_SK },
+            UpdateExpression: 'SET lease_expires = :past',
+            ExpressionAttributeValues: { ':past': 0 },
+          }));
+          successor = processBatch(deps, [sqsRecord(body, 'm-successor')]);
+          await successor;
+        },
+      },
+    });
+    expect((await zombie).batchItemFailures).toEqual([]);
+    expect(outcomes.sort()).toEqual(['done', 'superseded']);
+    const turn = await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns/1`);
+    expect(turn.json.response.status).toBe('completed');
+    // the successor went on from checkpoint 2 (after A); the stalled worker ran at most the one
+    // batch it was in when it woke up (B) before its next checkpoint was refused
+    const calls = stepsCalled(since);
+    expect(calls.filter((s) => s === 'A')).toHaveLength(1);
+    expect(calls.filter((s) => s === 'B').length).toBeLessThanOrEqual(2);
+    expect(calls.filter((s) => s === 'C')).toHaveLength(1);
+    expect(calls.filter((s) => s === 'D')).toHaveLength(1);
+  });
+
+  it('an async turn whose claim was taken by another request before any worker ran it is reported as refused', async () => {
+    const workflowId = await newWorkflow(engine, api.tenant, fourSteps);
+    const received: { event: string; body: string }[] = [];
+    const hookServer = await serveHook(received);
+    try {
+      const message = await claimAsync(workflowId, { run_input: { query: 'q' }, callback_url: hookServer.url });
+      const runId = message.run_id as string;
+      // the claim's hold ran out while the message waited (no worker ever took it)
+      await engine.store.doc.send(new UpdateCommand({
+        TableName: engine.store.table,
+        Key: { pk: keys.session(api.tenant, runId), sk: SESSION_HEAD_SK },
+        UpdateExpression: 'SET claim_expires = :past',
+        ExpressionAttributeValues: { ':past': 0 },
+      }));
+      // turn 1 cannot be claimed by someone else (the run has no turn yet), so stop it instead
+      const stop = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_id: runId, run_input: { command: 'stop' } } });
+      expect(stop.status, stop.text).toBe(200);
+      const outcomes: Outcome[] = [];
+      const failures = await processBatch({ engine, guard: new SsrfGuard({ allow: ['127.0.0.1'] }), log: (_m, f) => outcomes.push(f as unknown as Outcome) }, [sqsRecord(JSON.stringify(message))]);
+      expect(failures.batchItemFailures).toEqual([]);
+      expect(outcomes.at(-1)).toMatchObject({ kind: 'failed', code: 'claim_lost' });
+      expect(received.map((r) => r.event)).toEqual(['turn.rejected']);
+      expect(JSON.parse(received[0]?.body ?? '{}')).toMatchObject({ event: 'turn.rejected', data: { code: 'claim_lost', run_id: runId } });
+    } finally {
+      await hookServer.close();
+    }
+  });
 });
+
+async function serveHook(received: { event: string; body: string }[]): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer(async (req, res) => {
+    let body = '';
+    for await (const chunk of req) body += String(chunk);
+    received.push({ event: String(req.headers['easel-event']), body });
+    res.writeHead(204).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
