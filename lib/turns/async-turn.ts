@@ -109,7 +109,8 @@ export async function runAsyncTurn(
       if (lost) return 'suspend';
       try {
         await saveCheckpoint(store, lease, {
-          checkpoint,
+          // the conversation so far is in the committed turns: only this turn's entries are kept
+          checkpoint: { ...checkpoint, state: { ...checkpoint.state, history: [] } } satisfies TurnCheckpoint,
           events: progress.pendingMerged(),
           seq: progress.nextSeq,
           from: progress.savedCount,
@@ -136,7 +137,7 @@ export async function runAsyncTurn(
 
   let canvas = prepared.canvas;
   try {
-    if (saved) canvas = Canvas.restore(prepared.workflow, (saved.checkpoint as TurnCheckpoint).state, canvasOptions(engine, request.runId));
+    if (saved) canvas = fromCheckpoint(engine, prepared, saved);
     const events = request.command === 'stop'
       ? canvas.stop()
       : saved
@@ -183,13 +184,20 @@ async function commitCancelled(engine: TurnEngine, request: TurnRequest, lease: 
   ]);
   const stop: TurnControl = { cancelled: () => true };
   const progress = new Progress(saved);
-  const canvas = saved ? Canvas.restore(prepared.workflow, (saved.checkpoint as TurnCheckpoint).state, canvasOptions(engine, lease.id)) : prepared.canvas;
+  const canvas = saved ? fromCheckpoint(engine, prepared, saved) : prepared.canvas;
   const events = saved ? canvas.continueTurn(saved.checkpoint as TurnCheckpoint, stop) : canvas.run(engineInput(request), stop);
   for await (const event of events) progress.add(event);
   return commitCanvas(engine, request, { ...prepared, canvas }, claim, progress.events, {
     lease: { owner: lease.owner, allowCancel: true },
     storedBlobs,
   });
+}
+
+/** The canvas of a checkpoint, its conversation rebuilt: the committed turns', then this turn's. */
+function fromCheckpoint(engine: TurnEngine, prepared: Prepared, saved: SavedCheckpoint): Canvas {
+  const checkpoint = saved.checkpoint as TurnCheckpoint;
+  const history = [...prepared.canvas.serialize().history, ...checkpoint.history];
+  return Canvas.restore(prepared.workflow, { ...checkpoint.state, history }, canvasOptions(engine, prepared.head.id));
 }
 
 /**

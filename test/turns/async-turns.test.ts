@@ -95,6 +95,44 @@ describe('async turns in the worker', () => {
     expect(shown).toBe('aa bb cc dd');
   });
 
+  it('a turn resumed from checkpoints sees the same conversation as one run without interruption', async () => {
+    const chat = graph({
+      begin: ['Begin', { mode: 'conversational' }, ['Message:Ack']],
+      'Message:Ack': [...['Message', { content: ['noted: {sys.query}'] }] as [string, Record<string, unknown>], ['LLM:Chat']],
+      'LLM:Chat': ['LLM', { llm_id: 'writer@Local', sys_prompt: 'Chat.', prompts: [{ role: 'user', content: '{sys.query}' }], message_history_window_size: 6 }, ['Message:Out']],
+      'Message:Out': ['Message', { content: ['{LLM:Chat@content}'] }],
+    });
+    const workflowId = await newWorkflow(engine, api.tenant, chat);
+    const prompts = async (asyncLast: boolean) => {
+      const execute = `/workflows/v1/workflows/${workflowId}/execute`;
+      const first = await api.call('POST', execute, { body: { run_input: { query: 'one' } } });
+      const runId = first.json.run_id as string;
+      await api.call('POST', execute, { body: { run_id: runId, run_input: { query: 'two' } } });
+      const since = model.calls;
+      if (!asyncLast) {
+        await api.call('POST', execute, { body: { run_id: runId, run_input: { query: 'three' } } });
+      } else {
+        let next: QueueMessage | undefined = await claimAsync(workflowId, { run_id: runId, run_input: { query: 'three' } });
+        const continuations: QueueMessage[] = [];
+        const deps: QueueDeps = { engine, guard: new SsrfGuard(), requeue: async (m) => void continuations.push(m) };
+        let hops = 0;
+        for (; next; hops++) {
+          await processBatch(deps, [sqsRecord(JSON.stringify(next))], { stopBy: 0 });
+          next = continuations.shift();
+        }
+        expect(hops).toBeGreaterThan(2);
+      }
+      const turn = await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns/3`);
+      return { sent: model.requests.slice(since).map((r) => r.body.messages), events: turn.json.response.events };
+    };
+    const straight = await prompts(false);
+    const resumed = await prompts(true);
+    expect(straight.sent[0]?.length).toBeGreaterThan(4); // the history went into the prompt
+    expect(resumed.sent).toEqual(straight.sent);
+    const shown = (events: { event: string; data: { content?: string } }[]) => events.filter((e) => e.event === 'message').map((e) => e.data.content);
+    expect(shown(resumed.events)).toEqual(shown(straight.events));
+  });
+
   it('a stop during the turn answers 202, and the turn commits as cancelled before its next batch', async () => {
     const workflowId = await newWorkflow(engine, api.tenant, fourSteps);
     const since = model.calls;
