@@ -113,13 +113,21 @@ export interface TurnCheckpoint {
   history: HistoryEntry[];
 }
 
+/** The batch that just ran, as `afterBatch` is told of it. */
+export interface BatchInfo {
+  /** The components it ran. */
+  ran: readonly string[];
+  /** One of them reaches outside the run (a model, an HTTP call): its work is worth keeping. */
+  external: boolean;
+}
+
 /** How a long turn is steered from outside: checkpoints, a cancel flag, a deadline. */
 export interface TurnControl {
   /**
    * Called between batches while the turn goes on; the engine waits for it, so the checkpoint
-   * may be written as it is. `suspend` ends the turn here, unfinished (see `suspended`).
+   * may be written as it is. `suspend` ends the turn here, unfinished (see `isSuspended`).
    */
-  afterBatch?(checkpoint: TurnCheckpoint): Promise<'continue' | 'suspend'> | 'continue' | 'suspend';
+  afterBatch?(checkpoint: TurnCheckpoint, batch: BatchInfo): Promise<'continue' | 'suspend'> | 'continue' | 'suspend';
   /** Checked before every batch: true ends the turn as `cancelled` (a stop flag). */
   cancelled?(): boolean;
 }
@@ -347,6 +355,7 @@ export class Canvas {
 
   private async *drive(scope: RunScope, turn: TurnCounters, control: TurnControl): AsyncGenerator<CanvasEvent, void, undefined> {
     const s = this.state;
+    let lastBatch: readonly string[] = [];
     for (let batches = 0; ; batches++) {
       if (scope.signal.aborted || control.cancelled?.()) {
         yield* this.settle(scope);
@@ -364,7 +373,10 @@ export class Canvas {
           yield* this.fail(scope, failure);
           return;
         }
-        const decision = await control.afterBatch({ state: s, steps: turn.steps, usage: { ...this.usage }, history: [...this.turnHistory] });
+        const decision = await control.afterBatch(
+          { state: s, steps: turn.steps, usage: { ...this.usage }, history: [...this.turnHistory] },
+          { ran: lastBatch, external: lastBatch.some((id) => this.workflow.node(id).definition.external === true) },
+        );
         if (decision === 'suspend') {
           this.suspended = true;
           return;
@@ -393,6 +405,7 @@ export class Canvas {
 
       const waiting = s.frontier.filter((id) => !runnable.includes(id));
       const result = yield* this.runBatch(scope, runnable);
+      lastBatch = runnable;
       this.previousDue = undefined;
       const scheduled = unique([...waiting, ...result.next]).filter(
         (id) => !result.exited.some((container) => this.workflow.isInside(id, container)),

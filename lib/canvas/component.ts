@@ -134,6 +134,11 @@ export interface ComponentDefinition<P = unknown> {
   scopeEntry?: boolean;
   /** Shows upstream streams live (Message): producers upstream may hand it a stream. */
   streamsInput?: boolean;
+  /**
+   * Reaches outside the run (a model, an HTTP endpoint): its work costs time, money or side
+   * effects, so a long turn keeps a checkpoint after it rather than do it again after a crash.
+   */
+  external?: boolean;
   /** The output set to `exception_default_value` when the `comment` method handles an error. */
   defaultOutput?: string;
 }

@@ -76,6 +76,7 @@ const agentParams: z.ZodType<AgentParams> = baseAgentShape.extend({
 
 export const agent = defineComponent({
   name: 'Agent',
+  external: true,
   params: agentParams,
   defaultOutput: 'content',
   historyWindow: (p) => agentWindow(p),

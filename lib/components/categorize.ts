@@ -32,6 +32,7 @@ const params = z.looseObject({
 
 export const categorize = defineComponent({
   name: 'Categorize',
+  external: true,
   params,
   historyWindow: (p) => p.message_history_window_size,
   branchTargets: (p) => Object.values(p.category_description).flatMap((c) => c.to),

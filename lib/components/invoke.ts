@@ -61,6 +61,7 @@ type InvokeParams = z.output<typeof params>;
 
 export const invoke = defineComponent({
   name: 'Invoke',
+  external: true,
   params,
   defaultOutput: 'result',
   check(p, scope) {

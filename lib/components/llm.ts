@@ -21,6 +21,7 @@ import { modelsOf } from './services';
 
 export const llm = defineComponent({
   name: 'LLM',
+  external: true,
   params: llmParams,
   historyWindow: (p) => p.message_history_window_size ?? DEFAULT_HISTORY_WINDOW,
   defaultOutput: 'content',

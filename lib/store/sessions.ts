@@ -504,7 +504,8 @@ export async function deleteKeys(ctx: StoreContext, items: { pk: string; sk: str
   for (let i = 0; i < items.length; i += 25) {
     let requests = items.slice(i, i + 25).map((Key) => ({ DeleteRequest: { Key } }));
     for (let attempt = 0; requests.length > 0; attempt++) {
-      const out = await call('delete items', () => ctx.doc.send(new BatchWriteCommand({ RequestItems: { [ctx.table]: requests } })));
+      const out = await call('delete items', () => ctx.doc.send(new BatchWriteCommand({ RequestItems: { [ctx.table]: requests }, ...capacityParam(ctx) })));
+      reportCapacity(ctx, 'delete', 'write', out.ConsumedCapacity);
       requests = (out.UnprocessedItems?.[ctx.table] ?? []) as typeof requests;
       if (requests.length > 0) await backoff(attempt);
     }

@@ -6,9 +6,11 @@
  *   while a batch runs; a worker that crashes stops renewing, and once its lease expires the
  *   next delivery of the message takes the turn over. Meanwhile the claim itself is kept
  *   (`holdMs` past the last sign of life), so no other request takes the turn before then.
- * - Between batches it writes a checkpoint (engine state mid-turn + the events since the last
- *   one), fenced by the lease. A successor resumes from the last checkpoint: the model calls
- *   and Invoke requests of the batches before it are not made again.
+ * - After each batch that reached outside the run (a model, an Invoke) it writes a checkpoint
+ *   (engine state mid-turn + the events since the last one), fenced by the lease. A successor
+ *   resumes from the last checkpoint: the model calls and Invoke requests of the batches before
+ *   it are not made again. Batches of components that only compute are not worth a write: a
+ *   successor runs them again, with the same result.
  * - Near the end of its invocation (`stopBy`) the worker suspends the turn at a checkpoint and
  *   lets go of the lease; the caller queues the message again for the next worker.
  * - A stop sets a cancel flag on the claim; the worker reads it with each checkpoint and each
@@ -105,8 +107,11 @@ export async function runAsyncTurn(
 
   const control: TurnControl = {
     cancelled: () => cancel,
-    afterBatch: async (checkpoint) => {
+    afterBatch: async (checkpoint, batch) => {
       if (lost) return 'suspend';
+      const due = options.stopBy !== undefined && now(engine) >= options.stopBy;
+      // a batch that reached nothing outside the run is cheap to run again: no checkpoint
+      if (!batch.external && !due) return 'continue';
       try {
         await saveCheckpoint(store, lease, {
           // the conversation so far is in the committed turns: only this turn's entries are kept
@@ -131,7 +136,7 @@ export async function runAsyncTurn(
         }
         throw error;
       }
-      return options.stopBy !== undefined && now(engine) >= options.stopBy ? 'suspend' : 'continue';
+      return due ? 'suspend' : 'continue';
     },
   };
 

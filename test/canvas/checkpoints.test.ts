@@ -4,10 +4,11 @@
  * these pin the edges.
  */
 import { describe, expect, it } from 'vitest';
-import { Canvas, compileWorkflow, type TurnCheckpoint } from '../../lib/canvas';
+import { type BatchInfo, Canvas, compileWorkflow, type TurnCheckpoint } from '../../lib/canvas';
 import { builtinComponents } from '../../lib/components';
 import { canvasFor, collect, last, messages, names, steppingClock } from '../helpers/canvas';
 import { graph, message } from '../helpers/dsl-builder';
+import { testServices } from '../helpers/services';
 
 const chain = graph({
   begin: ['Begin', {}, ['Message:A']],
@@ -27,6 +28,23 @@ describe('turn control between batches', () => {
     expect(taken.map((cp) => cp.steps)).toEqual([1, 2, 3]);
     expect(taken.every((cp) => cp.state.status === 'running')).toBe(true);
     expect(taken[0]?.history).toEqual([['user', 'go']]);
+  });
+
+  it('tells which batches reached outside the run (a model call) and which only computed', async () => {
+    const dsl = graph({
+      begin: ['Begin', {}, ['LLM:Ask']],
+      'LLM:Ask': ['LLM', { llm_id: 'echo', sys_prompt: 'Echo.', prompts: [{ role: 'user', content: '{sys.query}' }] }, ['Message:A']],
+      'Message:A': [...message('{LLM:Ask@content}'), ['Message:B']],
+      'Message:B': [...message('done')],
+    });
+    const canvas = canvasFor(dsl, { services: testServices() });
+    const told: BatchInfo[] = [];
+    await collect(canvas.run({ query: 'ping' }, { afterBatch: (_cp, batch) => (told.push(batch), 'continue') }));
+    expect(told).toEqual([
+      { ran: ['begin'], external: false },
+      { ran: ['LLM:Ask'], external: true },
+      { ran: ['Message:A'], external: false },
+    ]);
   });
 
   it('ends the turn as cancelled before the next batch once the flag is up', async () => {

@@ -165,9 +165,9 @@ describe('an async turn whose worker is killed mid-turn', () => {
     const since = model.calls;
     const { body, runId } = await startAsyncTurn(workflowId);
 
-    // checkpoints: 1 after Begin, 2 after LLM:A, 3 after LLM:B; the worker hangs after 3
-    const first = startWorker(body, 1, { pauseAfterCheckpoint: 3 });
-    await first.waitFor(/^checkpoint 3$/);
+    // checkpoints follow the model calls: 1 after LLM:A, 2 after LLM:B; the worker hangs after 2
+    const first = startWorker(body, 1, { pauseAfterCheckpoint: 2 });
+    await first.waitFor(/^checkpoint 2$/);
     await kill(first);
     expect(callsByStep(since)).toEqual({ A: { made: 1, answered: 1 }, B: { made: 1, answered: 1 } });
     // for everyone else the run is still before the turn, with the turn in flight
@@ -203,7 +203,7 @@ describe('an async turn whose worker is killed mid-turn', () => {
 
     stallFirstB = true;
     const first = startWorker(body, 1);
-    await first.waitFor(/^checkpoint 2$/);
+    await first.waitFor(/^checkpoint 1$/);
     for (let i = 0; i < 200 && callsByStep(since).B === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     await kill(first);
     expect(callsByStep(since)).toEqual({ A: { made: 1, answered: 1 }, B: { made: 1, answered: 0 } });
@@ -226,8 +226,8 @@ describe('an async turn whose worker is killed mid-turn', () => {
     const body = JSON.stringify({ tenant: api.tenant, workflow_id: workflowId, run_input: { query: 'the digest' }, idempotency_key: 'digest:2026-11-30T09:00:00Z' });
     const messageId = 'scheduled-message-1';
 
-    const first = startWorker(body, 1, { pauseAfterCheckpoint: 3, messageId });
-    await first.waitFor(/^checkpoint 3$/);
+    const first = startWorker(body, 1, { pauseAfterCheckpoint: 2, messageId });
+    await first.waitFor(/^checkpoint 2$/);
     await kill(first);
     expect(callsByStep(since)).toEqual({ A: { made: 1, answered: 1 }, B: { made: 1, answered: 1 } });
 

@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { itemSize } from '../../lib/store/blobs';
 import { keys } from '../../lib/store/item-keys';
 import type { StoreContext } from '../../lib/store/dynamo';
+import { SsrfGuard } from '../../lib/outbound/ssrf';
 import { executeTurn } from '../../lib/turns/execute';
+import { processMessage } from '../../lib/turns/queue';
 import { fixture } from '../helpers/canvas';
 import { newTenant, newWorkflow, testEngine, testStore } from '../helpers/engine';
 import { OpenAiServer } from '../llm/openai-server';
@@ -136,5 +138,65 @@ describe('write cost per turn', () => {
     const total = items.reduce((sum, i) => sum + itemSize(i), 0);
     console.log(`10 MB session: ${items.length} items, ${(total / 1024).toFixed(0)} KB stored (compressed), largest item ${(largest / 1024).toFixed(1)} KB`);
     expect(largest).toBeLessThan(350 * 1024);
+  }, 120_000);
+
+  it('an async turn: each checkpoint costs the same at turn 40 as at turn 2', async () => {
+    server.respond = () => ({ kind: 'text', text: 'The same answer every time, about seventy characters long, for this test.', chunks: 3 });
+    const meter = metered();
+    const engine = testEngine({ openaiUrl: server.url, store: meter.store });
+    const tenant = newTenant();
+    // two model calls, so two checkpoints: Begin -> LLM -> LLM -> Message
+    const llm = (next: string) => ['LLM', { llm_id: 'writer@Local', sys_prompt: 'Answer.', prompts: [{ role: 'user', content: '{sys.query}' }], message_history_window_size: 4 }, [next]];
+    const workflowId = await newWorkflow(engine, tenant, {
+      components: {
+        begin: { obj: { component_name: 'Begin', params: {} }, downstream: ['LLM:One'], upstream: [] },
+        'LLM:One': { obj: { component_name: 'LLM', params: llm('LLM:Two')[1] }, downstream: ['LLM:Two'], upstream: ['begin'] },
+        'LLM:Two': { obj: { component_name: 'LLM', params: llm('Message:Out')[1] }, downstream: ['Message:Out'], upstream: ['LLM:One'] },
+        'Message:Out': { obj: { component_name: 'Message', params: { content: ['{LLM:Two@content}'] } }, downstream: [], upstream: ['LLM:Two'] },
+      },
+    });
+    const deps = { engine, guard: new SsrfGuard() };
+    let runId: string | undefined;
+    const measured: Record<number, { before: Usage; whole: Usage; checkpoint: Usage; expected: number; itemBytes: number }> = {};
+    for (let turn = 1; turn <= 40; turn++) {
+      meter.take();
+      let checkpoint: { usage: Usage; expected: number; itemBytes: number } | undefined;
+      let before: Usage | undefined;
+      const body = JSON.stringify({ tenant, workflow_id: workflowId, ...(runId ? { run_id: runId, turn_number: turn - 1 } : {}), run_input: { query: `question number ${String(turn).padStart(3, '0')}` } });
+      const outcome = await processMessage(deps, body, {
+        hooks: {
+          // checkpoint 2 (after the second model call) is the only write since checkpoint 1: measure it alone
+          async afterCheckpoint(seq) {
+            if (seq === 1) before = meter.take();
+            if (seq !== 2 || !runId) return;
+            const usage = meter.take();
+            const items = await partitionItems(meter.store, tenant, runId);
+            const kb = (sk: string) => Math.ceil(itemSize(items.find((i) => i.sk === sk) as Record<string, unknown>) / 1024);
+            // a transaction is charged twice the size of each item it writes
+            const expected = 2 * (kb('T#~') + kb(keys.checkpoint(turn)) + kb(keys.checkpointEvents(turn, 2)));
+            const itemBytes = itemSize(items.find((i) => i.sk === keys.checkpoint(turn)) as Record<string, unknown>);
+            checkpoint = { usage, expected, itemBytes };
+            meter.take();
+          },
+        },
+      });
+      if (outcome.kind !== 'done') throw new Error(`turn ${turn}: ${JSON.stringify(outcome)}`);
+      runId = outcome.runId;
+      if (checkpoint && before) measured[turn] = { before, whole: meter.take(), checkpoint: checkpoint.usage, expected: checkpoint.expected, itemBytes: checkpoint.itemBytes };
+    }
+    for (const n of [2, 20, 40]) {
+      const m = measured[n] as (typeof measured)[number];
+      console.log(`async turn ${n}: up to checkpoint 1 ${m.before.write} WCU (${JSON.stringify(m.before.byOperation)}), checkpoint 2 ${m.checkpoint.write} WCU reported, ${m.expected} WCU from item sizes (checkpoint item ${m.itemBytes} B), after it ${m.whole.write} WCU (${JSON.stringify(m.whole.byOperation)})`);
+    }
+    const at2 = measured[2] as (typeof measured)[number];
+    const at40 = measured[40] as (typeof measured)[number];
+    // DynamoDB Local charges transactions by rules of its own (it reports less than AWS's
+    // 2 WCU per KB per item): both figures are printed, and both must stay flat
+    expect(at40.checkpoint.write).toBe(at2.checkpoint.write);
+    expect(at40.expected).toBe(at2.expected);
+    expect(at2.checkpoint.write).toBeGreaterThan(0);
+    expect(at40.itemBytes).toBeLessThanOrEqual(at2.itemBytes * 1.1);
+    expect(at40.whole.write).toBe(at2.whole.write);
+    expect(at40.before.write).toBe(at2.before.write);
   }, 120_000);
 });
