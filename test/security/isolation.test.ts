@@ -191,6 +191,8 @@ describe('another tenant', () => {
       { method: 'GET', path: '/workflows/v1/workflow-runs/{id}/turns/1' },
       { method: 'GET', path: '/workflows/v1/workflow-runs/{id}/turns/2' },
       { method: 'GET', path: '/workflows/v1/workflow-runs/{id}/turns/1?format=sse' },
+      { method: 'GET', path: '/workflows/v1/workflow-runs/{id}/turns/1/events' },
+      { method: 'GET', path: '/workflows/v1/workflow-runs/{id}/turns/1/events?format=sse' },
       // A's run on B's own workflow, and on A's
       { method: 'POST', path: `/workflows/v1/workflows/${B.wf}/execute`, body: (id) => ({ run_id: id, run_input: { inputs: {} } }) },
       { method: 'POST', path: `/workflows/v1/workflows/${B.wf}/execute`, body: (id) => ({ run_id: id, turn_number: 2, run_input: { query: 'x' } }) },
@@ -362,6 +364,8 @@ describe('an execute key', () => {
       { method: 'GET', path: '/workflows/v1/workflow-runs/{id}/turns' },
       { method: 'GET', path: '/workflows/v1/workflow-runs/{id}/turns/1' },
       { method: 'GET', path: '/workflows/v1/workflow-runs/{id}/turns/1?format=sse' },
+      { method: 'GET', path: '/workflows/v1/workflow-runs/{id}/turns/1/events' },
+      { method: 'GET', path: '/workflows/v1/workflow-runs/{id}/turns/1/events?format=sse' },
       // another workflow's run through its own workflow's execute
       { method: 'POST', path: `/workflows/v1/workflows/${A.wf}/execute`, body: (id) => ({ run_id: id, run_input: { query: 'x' } }) },
       { method: 'POST', path: `/workflows/v1/workflows/${A.wf}/execute`, body: (id) => ({ run_id: id, run_input: { query: 'x' } }), headers: { prefer: 'respond-async' } },

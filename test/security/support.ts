@@ -119,6 +119,7 @@ export const ROUTES: readonly Route[] = [
   { method: 'POST', path: '/workflows/v1/workflows/{wf}/runs/{run}/pump-companions', api: 'native' },
   { method: 'GET', path: '/workflows/v1/workflow-runs/{run}/turns', api: 'native' },
   { method: 'GET', path: '/workflows/v1/workflow-runs/{run}/turns/{n}', api: 'native' },
+  { method: 'GET', path: '/workflows/v1/workflow-runs/{run}/turns/{n}/events', api: 'native' },
   { method: 'POST', path: '/workflows/v1/files', api: 'native' },
   { method: 'GET', path: '/workflows/v1/files/{file}', api: 'native' },
   { method: 'DELETE', path: '/workflows/v1/files/{file}', api: 'native', admin: true },
