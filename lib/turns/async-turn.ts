@@ -51,7 +51,8 @@ export interface AsyncTurnOptions {
   hooks?: { afterCheckpoint?(seq: number): Promise<void> | void };
 }
 
-const DEFAULT_HOLD_MS = 20 * 60_000;
+/** How long an async claim is kept with no worker alive (EASEL_ASYNC_LEASE_MS's default). */
+export const DEFAULT_HOLD_MS = 20 * 60_000;
 
 /**
  * Runs (or continues) the async turn claimed under `token`. A delivery of a turn already
@@ -219,9 +220,10 @@ async function letGo(engine: TurnEngine, prepared: Prepared, lease: Lease, error
   }
 }
 
+/** The stored answer of the turn `token` claimed, if it committed (the run may have moved on since). */
 async function committedBy(engine: TurnEngine, request: TurnRequest & { runId: string }, token: string): Promise<TurnResult | null> {
-  const head = await getHead(engine.store, request.tenant, request.runId);
-  const committed = await getTurn(engine.store, request.tenant, request.runId, head.turn);
+  const turn = request.turnNumber !== undefined ? request.turnNumber + 1 : (await getHead(engine.store, request.tenant, request.runId)).turn;
+  const committed = await getTurn(engine.store, request.tenant, request.runId, turn);
   if (!committed || committed.committedBy !== token) return null;
   return { body: committed.response, response: JSON.parse(committed.response) as TurnResponse, replayed: true };
 }

@@ -9,8 +9,9 @@
  * between batches, resumable by another worker. Outcomes: done (the callback is told),
  * continued (suspended before the invocation ends and queued again, claim included), retry
  * (another worker holds the turn, or a transient failure: the message comes back later,
- * and resumes from the last checkpoint), superseded (this delivery's claim went to another
- * request), or a permanent failure (invalid message, stale turn, unknown run, refused inputs:
+ * and resumes from the last checkpoint), superseded (this worker was presumed dead and another
+ * took the turn over: it ends without writing), or a permanent failure (invalid message, stale
+ * turn, unknown run, refused inputs, a claim another request took before any worker ran it:
  * reported and dropped, never retried). Duplicate deliveries are absorbed by the idempotency
  * key or the claim token.
  */
@@ -21,7 +22,7 @@ import type { SsrfGuard } from '../outbound/ssrf';
 import { sha256 } from '../store/codec';
 import { LeaseLostError, TurnInProgressError } from '../store/errors';
 import { webhookSecret } from '../store/tenants';
-import { type AsyncTurnOptions, type AsyncTurnOutcome, runAsyncTurn } from './async-turn';
+import { type AsyncTurnOptions, type AsyncTurnOutcome, DEFAULT_HOLD_MS, runAsyncTurn } from './async-turn';
 import { claimNextTurn, type TurnEngine, type TurnRequest } from './execute';
 
 export const QueueMessage = z
@@ -162,8 +163,6 @@ async function continueLater(deps: QueueDeps, message: QueueMessage, outcome: { 
   }
   return report(deps, message, { kind: 'continued', runId: outcome.runId, turn: outcome.turn });
 }
-
-const DEFAULT_HOLD_MS = 20 * 60_000;
 
 async function notify(deps: QueueDeps, message: QueueMessage, event: string, payload: unknown): Promise<void> {
   const secret = await webhookSecret(deps.engine.store, message.tenant);
