@@ -53,15 +53,21 @@ export class MessagePrinter {
 }
 
 /** One turn with its messages printed live and a spinner (TTY only) until the first output. */
-export async function printedTurn(client: EaselClient, workflowId: string, body: ExecuteBody, out: Output, notes: Output, prefix = ''): Promise<RunState> {
+export async function printedTurn(client: EaselClient, workflowId: string, body: ExecuteBody, out: Output, notes: Output, prefix = '', how: 'stream' | 'async' = 'stream'): Promise<RunState> {
   const turn = body.turn_number !== undefined ? body.turn_number + 1 : 1;
   const spin = spinner(out, `running turn ${turn}…`);
   const printer = new MessagePrinter(out, notes, prefix);
+  const onEvent = (frame: SseFrame) => {
+    if (frame.event === 'message' || frame.event.startsWith('workflow_')) spin.stop();
+    printer.onEvent(frame);
+  };
   try {
-    return await client.turn(workflowId, body, (frame) => {
-      if (frame.event === 'message' || frame.event.startsWith('workflow_')) spin.stop();
-      printer.onEvent(frame);
-    });
+    if (how === 'async') {
+      return await client.asyncTurn(workflowId, body, onEvent, (accepted) => {
+        notes.write(`· turn ${accepted.turn_number} is running in the server's worker (run ${accepted.run_id}); following it\n`);
+      });
+    }
+    return await client.turn(workflowId, body, onEvent);
   } finally {
     spin.stop();
     printer.end();

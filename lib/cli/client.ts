@@ -181,4 +181,44 @@ export class EaselClient {
     }
     throw new CliError('the connection closed before the turn ended; the run may or may not have moved on (easel chat --run-id shows it)');
   }
+
+  /**
+   * One turn run by the server's worker (`Prefer: respond-async`): once it is accepted (202),
+   * its events are followed from their cursor until it commits, reconnecting where a stream
+   * ended. Resolves with the committed response.
+   */
+  async asyncTurn(workflowId: string, body: ExecuteBody, onEvent: (frame: SseFrame) => void, onAccepted?: (accepted: { run_id: string; turn_number: number }) => void): Promise<RunState> {
+    const response = await this.send('POST', `/workflows/v1/workflows/${encodeURIComponent(workflowId)}/execute`, {
+      body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json', prefer: 'respond-async' },
+      what: body.run_id ? `workflow "${workflowId}" or run "${body.run_id}"` : `workflow "${workflowId}"`,
+    });
+    const answer = (await response.json()) as RunState & { run_id: string; turn_number: number };
+    if (response.status !== 202) return answer; // the same Idempotency-Key, already answered
+    onAccepted?.(answer);
+    return this.follow(answer.run_id, answer.turn_number, onEvent);
+  }
+
+  /** Follows turn `turn` of a run until it commits: its events as they are checkpointed. */
+  async follow(runId: string, turn: number, onEvent: (frame: SseFrame) => void): Promise<RunState> {
+    let cursor: string | undefined;
+    // a stream lasts a few minutes at most; a long turn takes several
+    for (let streams = 0; streams < 1000; streams++) {
+      const response = await this.send('GET', `/workflows/v1/workflow-runs/${encodeURIComponent(runId)}/turns/${turn}/events?format=sse`, {
+        headers: { accept: 'text/event-stream', ...(cursor ? { 'last-event-id': cursor } : {}) },
+        what: `turn ${turn} of run "${runId}"`,
+      });
+      if (!response.body) throw new CliError('the server answered without a body');
+      for await (const frame of readSse(response.body)) {
+        if (frame.id !== undefined) cursor = frame.id;
+        if (frame.event === 'turn_response') return frame.data as RunState;
+        if (frame.event === 'follow_error') {
+          const error = frame.data as ApiErrorBody;
+          throw new ApiError(error.code === 'not_found' ? 404 : 503, error, `following the turn failed: ${describeRefusal(error.code === 'not_found' ? 404 : 503, error)}`);
+        }
+        onEvent(frame);
+      }
+    }
+    throw new CliError(`turn ${turn} of run ${runId} is still running; follow it again later (GET /workflows/v1/workflow-runs/${runId}/turns/${turn}/events)`);
+  }
 }

@@ -23,8 +23,9 @@ Workflows (admin key):
   workflows activate <workflow> <version>
 
 Runs:
-  run <workflow> [--query <text>] [--inputs <json>] [--run-id <id>] [--turn <n>]
-      one turn: messages stream to stdout, the outcome goes to stderr
+  run <workflow> [--query <text>] [--inputs <json>] [--run-id <id>] [--turn <n>] [--async]
+      one turn: messages stream to stdout, the outcome goes to stderr; with --async the
+      server's worker runs it and its events are followed until it commits
   chat <workflow> [--run-id <id>]
       a conversation: messages stream, forms are asked field by field
 
@@ -54,6 +55,7 @@ const OPTIONS = {
   turn: { type: 'string' },
   scope: { type: 'string' },
   workflows: { type: 'string' },
+  async: { type: 'boolean' },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
@@ -61,7 +63,7 @@ type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositi
 /** Options each command takes besides the global ones. */
 const COMMAND_OPTIONS: Record<string, (keyof typeof OPTIONS)[]> = {
   'workflows create': ['name', 'description'],
-  run: ['query', 'inputs', 'run-id', 'turn'],
+  run: ['query', 'inputs', 'run-id', 'turn', 'async'],
   chat: ['run-id'],
   'keys create': ['name', 'scope', 'workflows'],
 };
@@ -269,10 +271,10 @@ async function runOnce(api: EaselClient, workflowId: string, values: Values, io:
   };
   let result: RunState;
   if (values.json) {
-    result = await api.turn(workflowId, body, () => undefined);
+    result = values.async ? await api.asyncTurn(workflowId, body, () => undefined) : await api.turn(workflowId, body, () => undefined);
     json(io, result);
   } else {
-    result = await printedTurn(api, workflowId, body, io.stdout, io.stderr);
+    result = await printedTurn(api, workflowId, body, io.stdout, io.stderr, '', values.async ? 'async' : 'stream');
     io.stderr.write(`run ${result.run_id} · turn ${result.turn_number} · ${result.status}\n`);
     const hint = result.next_input_hint;
     if (result.status === 'waiting_for_input' && hint) {

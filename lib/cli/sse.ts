@@ -3,11 +3,14 @@
 export interface SseFrame {
   event: string;
   data: unknown;
+  /** The frame's `id:` (a cursor to reconnect from), when it has one. */
+  id?: string;
 }
 
 /** One frame's text (without the blank line): its event name and its data, JSON-parsed when it is JSON. */
 export function parseFrame(block: string): SseFrame | null {
   let event = 'message';
+  let id: string | undefined;
   const data: string[] = [];
   for (const line of block.split('\n')) {
     if (line === '' || line.startsWith(':')) continue;
@@ -17,14 +20,17 @@ export function parseFrame(block: string): SseFrame | null {
     if (value.startsWith(' ')) value = value.slice(1);
     if (field === 'event') event = value;
     else if (field === 'data') data.push(value);
+    else if (field === 'id') id = value;
   }
   if (data.length === 0) return null;
   const text = data.join('\n');
+  let parsed: unknown = text;
   try {
-    return { event, data: JSON.parse(text) as unknown };
+    parsed = JSON.parse(text);
   } catch {
-    return { event, data: text };
+    // not JSON: the text as it is
   }
+  return { event, data: parsed, ...(id !== undefined ? { id } : {}) };
 }
 
 export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseFrame> {

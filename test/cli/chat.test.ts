@@ -13,6 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createInProcessQueue } from '../../lib/local/in-process-queue';
+import { SsrfGuard } from '../../lib/outbound/ssrf';
+import { processBatch } from '../../lib/turns/queue';
 import { fixture } from '../helpers/canvas';
 import { testEngine } from '../helpers/engine';
 import { type Served, serveApp } from '../helpers/http';
@@ -150,6 +153,31 @@ describe('easel run and workflows list', () => {
     const lines = list.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID +UPDATED +NAME$/);
     expect(lines.some((l) => l.startsWith(wf) && l.endsWith('Form intake'))).toBe(true);
+  });
+
+  it('runs turns in the server worker with --async and follows them to their end', async () => {
+    // a server whose async turns go through an in-process queue to the worker's handler
+    const engine = testEngine();
+    const queue = createInProcessQueue((records) => processBatch({ engine, guard: new SsrfGuard() }, records));
+    const withWorker = await serveApp(engine, { enqueue: queue.enqueue });
+    try {
+      const env = { EASEL_BASE_URL: withWorker.url, EASEL_API_KEY: withWorker.adminKey };
+      const created = await withWorker.call('POST', '/workflows/v1/workflows', { body: { name: 'Form intake', dsl: fixture('form-intake') } });
+      const wf = created.json.id as string;
+      const first = await easel(['run', wf, '--query', 'hello', '--async'], '', env);
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.stderr).toMatch(/^· turn 1 is running in the server's worker \(run ([0-9a-f]{32})\); following it\nrun \1 · turn 1 · waiting_for_input\n/);
+      const runId = /\(run ([0-9a-f]{32})\)/.exec(first.stderr)?.[1] as string;
+
+      const second = await easel(['run', wf, '--run-id', runId, '--turn', '1', '--inputs', '{"name": "Ada", "age": 36, "plan": "free"}', '--async'], '', env);
+      expect(second.stdout).toBe('Welcome Ada (36), plan free; city .\n');
+      expect(second.stderr).toBe(`· turn 2 is running in the server's worker (run ${runId}); following it\nrun ${runId} · turn 2 · completed\n`);
+      const json = await easel(['run', wf, '--query', 'again', '--async', '--json'], '', env);
+      expect(JSON.parse(json.stdout)).toMatchObject({ status: 'waiting_for_input', turn_number: 1 });
+    } finally {
+      await queue.idle();
+      await withWorker.close();
+    }
   });
 
   it('says clearly what went wrong: stale turn, unknown workflow, bad key, server down, usage', async () => {

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { describeRefusal, type FieldView } from '../../lib/cli/client';
 import { parseAnswer, promptFor } from '../../lib/cli/forms';
 import { main } from '../../lib/cli/main';
-import { readSse } from '../../lib/cli/sse';
+import { parseFrame, readSse } from '../../lib/cli/sse';
 import { LineReader, spinner, type Io } from '../../lib/cli/terminal';
 
 const field = (type: string, extra: Partial<FieldView> = {}): FieldView => ({ name: 'F', type, optional: false, value: null, ...extra });
@@ -50,6 +50,11 @@ describe('answers typed in the terminal', () => {
 });
 
 describe('readSse', () => {
+  it('keeps the id of a frame: the cursor a follower reconnects from', () => {
+    expect(parseFrame('id: 3.14\nevent: message\ndata: {"content":"hi"}')).toEqual({ event: 'message', data: { content: 'hi' }, id: '3.14' });
+    expect(parseFrame('event: ping\ndata: plain')).toEqual({ event: 'ping', data: 'plain' });
+  });
+
   it('yields frames whatever the chunk boundaries, JSON-parsed, CRLF and comments tolerated', async () => {
     const text = ': hello\r\nevent: message\r\ndata: {"content":"Hé"}\r\n\r\nevent: turn_response\ndata: {"status":"completed",\ndata: "turn_number":2}\n\nevent: note\ndata: plain';
     const bytes = new TextEncoder().encode(text);
