@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getHead } from '../../lib/store/sessions';
 import { claimNextTurn } from '../../lib/turns/execute';
 import type { QueueMessage } from '../../lib/turns/queue';
-import { graph } from '../helpers/dsl-builder';
+import { graph, llmStep } from '../helpers/dsl-builder';
 import { newTenant, newWorkflow, testEngine } from '../helpers/engine';
 import { sqsRecord } from '../helpers/sqs';
 import { OpenAiServer } from '../llm/openai-server';
@@ -53,18 +53,11 @@ class LocalSqs {
   }
 }
 
-const llm = (step: string, next: string[]) => ['LLM', {
-  llm_id: 'writer@Local',
-  sys_prompt: 'Answer in one line.',
-  prompts: [{ role: 'user', content: `step ${step} of {sys.query}` }],
-  message_history_window_size: 0,
-}, next] as [string, Record<string, unknown>, string[]];
-
 const threeSteps = graph({
   begin: ['Begin', { mode: 'task' }, ['LLM:A']],
-  'LLM:A': llm('A', ['LLM:B']),
-  'LLM:B': llm('B', ['LLM:C']),
-  'LLM:C': llm('C', []),
+  'LLM:A': llmStep('A', ['LLM:B']),
+  'LLM:B': llmStep('B', ['LLM:C']),
+  'LLM:C': llmStep('C', []),
 });
 
 const MARGIN_MS = 5_000;

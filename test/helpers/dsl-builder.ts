@@ -22,3 +22,21 @@ export function graph(nodes: Record<string, Spec>, extra: Record<string, unknown
 export function message(text: string): [string, Record<string, unknown>] {
   return ['Message', { content: [text] }];
 }
+
+/**
+ * An LLM node that asks `step <step> of {sys.query}` without history, so that a model server
+ * can tell which step a request is for (`stepOf`).
+ */
+export function llmStep(step: string, downstream: string[]): Spec {
+  return ['LLM', {
+    llm_id: 'writer@Local',
+    sys_prompt: 'Answer in one line.',
+    prompts: [{ role: 'user', content: `step ${step} of {sys.query}` }],
+    message_history_window_size: 0,
+  }, downstream];
+}
+
+/** The step an `llmStep` request is for, from the messages the model server received. */
+export function stepOf(messages: readonly { content: string }[]): string | undefined {
+  return /step (\w)/.exec(messages.at(-1)?.content ?? '')?.[1];
+}

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { QueueMessage } from '../../lib/turns/queue';
-import { graph } from '../helpers/dsl-builder';
+import { graph, llmStep, stepOf } from '../helpers/dsl-builder';
 import { testTable } from '../helpers/dynamo';
 import { newWorkflow, testEngine } from '../helpers/engine';
 import { type Served, serveApp } from '../helpers/http';
@@ -21,18 +21,11 @@ const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url
 const WORKER = fileURLToPath(new URL('../turns/async-worker.ts', import.meta.url));
 const LEASE_MS = 1500;
 
-const llm = (step: string, next: string[]) => ['LLM', {
-  llm_id: 'writer@Local',
-  sys_prompt: 'Answer in one line.',
-  prompts: [{ role: 'user', content: `step ${step} of {sys.query}` }],
-  message_history_window_size: 0,
-}, next] as [string, Record<string, unknown>, string[]];
-
 const threeSteps = graph({
   begin: ['Begin', { mode: 'task' }, ['LLM:A']],
-  'LLM:A': llm('A', ['LLM:B']),
-  'LLM:B': llm('B', ['LLM:C']),
-  'LLM:C': llm('C', ['Message:Out']),
+  'LLM:A': llmStep('A', ['LLM:B']),
+  'LLM:B': llmStep('B', ['LLM:C']),
+  'LLM:C': llmStep('C', ['Message:Out']),
   'Message:Out': ['Message', { content: ['{LLM:A@content} / {LLM:B@content} / {LLM:C@content}'] }],
 });
 
@@ -46,7 +39,7 @@ beforeAll(async () => {
   model = await OpenAiServer.start();
   engine = testEngine({ leaseMs: LEASE_MS, openaiUrl: model.url });
   model.respond = (body) => {
-    const step = /step (\w)/.exec(body.messages.at(-1)?.content ?? '')?.[1] ?? '?';
+    const step = stepOf(body.messages) ?? '?';
     if (step === 'B' && stallFirstB) {
       stallFirstB = false;
       return { kind: 'stall' };
@@ -64,7 +57,7 @@ afterAll(async () => {
 function callsByStep(since: number): Record<string, { made: number; answered: number }> {
   const out: Record<string, { made: number; answered: number }> = {};
   for (const r of model.requests.slice(since)) {
-    const step = /step (\w)/.exec(r.body.messages.at(-1)?.content ?? '')?.[1] ?? '?';
+    const step = stepOf(r.body.messages) ?? '?';
     out[step] ??= { made: 0, answered: 0 };
     out[step].made++;
     if (r.completed) out[step].answered++;

@@ -13,25 +13,18 @@ import { requestCancel } from '../../lib/store/checkpoints';
 import { keys, SESSION_HEAD_SK } from '../../lib/store/item-keys';
 import { getHead } from '../../lib/store/sessions';
 import { type Outcome, processBatch, type QueueDeps, type QueueMessage } from '../../lib/turns/queue';
-import { graph } from '../helpers/dsl-builder';
+import { graph, llmStep, stepOf } from '../helpers/dsl-builder';
 import { newWorkflow, testEngine } from '../helpers/engine';
 import { type Served, serveApp, sseFrames } from '../helpers/http';
 import { sqsRecord } from '../helpers/sqs';
 import { OpenAiServer } from '../llm/openai-server';
 
-const llm = (step: string, next: string[]) => ['LLM', {
-  llm_id: 'writer@Local',
-  sys_prompt: 'Answer in one line.',
-  prompts: [{ role: 'user', content: `step ${step} of {sys.query}` }],
-  message_history_window_size: 0,
-}, next] as [string, Record<string, unknown>, string[]];
-
 const fourSteps = graph({
   begin: ['Begin', { mode: 'conversational' }, ['LLM:A']],
-  'LLM:A': llm('A', ['LLM:B']),
-  'LLM:B': llm('B', ['LLM:C']),
-  'LLM:C': llm('C', ['LLM:D']),
-  'LLM:D': llm('D', ['Message:Out']),
+  'LLM:A': llmStep('A', ['LLM:B']),
+  'LLM:B': llmStep('B', ['LLM:C']),
+  'LLM:C': llmStep('C', ['LLM:D']),
+  'LLM:D': llmStep('D', ['Message:Out']),
   'Message:Out': ['Message', { content: ['{LLM:A@content} {LLM:B@content} {LLM:C@content} {LLM:D@content}'] }],
 });
 
@@ -44,7 +37,7 @@ let engine: ReturnType<typeof testEngine>;
 beforeAll(async () => {
   model = await OpenAiServer.start();
   model.respond = (body) => {
-    const step = /step (\w)/.exec(body.messages.at(-1)?.content ?? '')?.[1] ?? '?';
+    const step = stepOf(body.messages) ?? '?';
     return { kind: 'text', text: `${step.toLowerCase()}${step.toLowerCase()}`, chunks: 2, delayMs };
   };
   engine = testEngine({ openaiUrl: model.url, leaseMs: 1000 });
@@ -55,7 +48,7 @@ afterAll(async () => {
   await model.close();
 });
 
-const stepsCalled = (since: number) => model.requests.slice(since).map((r) => /step (\w)/.exec(r.body.messages.at(-1)?.content ?? '')?.[1]);
+const stepsCalled = (since: number) => model.requests.slice(since).map((r) => stepOf(r.body.messages));
 
 async function claimAsync(workflowId: string, body: Record<string, unknown> = { run_input: { query: 'q' } }): Promise<QueueMessage> {
   const res = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body, headers: { prefer: 'respond-async' } });
@@ -215,7 +208,7 @@ describe('async turns in the worker', () => {
   it('a stop meeting a sync turn in progress is refused with 409; on a finished run, run_finished', async () => {
     const workflowId = await newWorkflow(engine, api.tenant, graph({
       begin: ['Begin', { mode: 'task' }, ['LLM:A']],
-      'LLM:A': llm('A', []),
+      'LLM:A': llmStep('A', []),
     }));
     delayMs = 200;
     try {
