@@ -277,6 +277,31 @@ describe('async turns in the worker', () => {
     }
   });
 
+  it('a follower that goes away stops costing reads', async () => {
+    let reads = 0;
+    const metered = { ...engine, store: { ...engine.store, onCapacity: (operation: string) => void (operation === 'checkpoint' && reads++) } };
+    const own = await serveApp(metered, { enqueue: async () => undefined }); // nobody runs the turn
+    try {
+      const workflowId = await newWorkflow(engine, own.tenant, fourSteps);
+      const accepted = await own.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_input: { query: 'q' } }, headers: { prefer: 'respond-async' } });
+      const leave = new AbortController();
+      const res = await fetch(`${own.url}/workflows/v1/workflow-runs/${accepted.json.run_id}/turns/1/events?format=sse`, { headers: { authorization: `Bearer ${own.adminKey}` }, signal: leave.signal });
+      expect(res.status).toBe(200);
+      const reader = res.body?.getReader();
+      void reader?.read().catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 1_200)); // two polls at least
+      const whileFollowing = reads;
+      expect(whileFollowing).toBeGreaterThanOrEqual(2);
+      leave.abort();
+      await new Promise((resolve) => setTimeout(resolve, 600)); // a poll in flight may finish
+      const afterLeaving = reads;
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(reads).toBe(afterLeaving);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('a worker presumed dead and taken over stops at its next checkpoint without committing', async () => {
     const workflowId = await newWorkflow(engine, api.tenant, fourSteps);
     const since = model.calls;

@@ -46,10 +46,12 @@ function followTurn(first: TurnEvents, more: (cursor: string) => Promise<TurnEve
   const deadline = Date.now() + FOLLOW_MAX_MS;
   let page: TurnEvents | null = first;
   let cursor = first.next_cursor;
+  let gone = false;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
         while (!page) {
+          if (gone) return;
           if (Date.now() > deadline) return controller.close();
           await new Promise((resolve) => setTimeout(resolve, FOLLOW_POLL_MS));
           const next = await more(cursor);
@@ -64,11 +66,16 @@ function followTurn(first: TurnEvents, more: (cursor: string) => Promise<TurnEve
           controller.close();
         }
       } catch (error) {
+        if (gone) return;
         const mapped = errorResponse(error);
         if (!mapped) logger?.error('following a turn failed', { error: error instanceof Error ? error.message : String(error) });
         controller.enqueue(frame('follow_error', mapped?.body ?? INTERNAL_ERROR));
         controller.close();
       }
+    },
+    cancel() {
+      // the client left: stop polling the store for it
+      gone = true;
     },
   });
 }
