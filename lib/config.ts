@@ -125,6 +125,8 @@ export interface LocalConfig {
   port: number;
   /** Registered as an admin key of the tenant `local` (any string of 16+ characters). */
   apiKey?: string;
+  /** How often the in-process pump fires due form timers (EASEL_PUMP_INTERVAL_MS). */
+  pumpMs: number;
 }
 
 /** `npm start`'s own settings: PORT and EASEL_API_KEY. */
@@ -133,8 +135,9 @@ export function readLocalConfig(env: Env = process.env): LocalConfig {
   const r = reader(env, problems);
   const port = r.integer('PORT', 3000, 0, 65_535);
   const apiKey = r.get('EASEL_API_KEY');
+  const pumpMs = r.integer('EASEL_PUMP_INTERVAL_MS', 5_000, 200, 600_000);
   if (problems.length > 0) throw new ConfigError(problems);
-  return { port, ...(apiKey ? { apiKey } : {}) };
+  return { port, pumpMs, ...(apiKey ? { apiKey } : {}) };
 }
 
 export interface CliConfig {

@@ -14,6 +14,8 @@ import { SsrfGuard } from '../outbound/ssrf';
 import { processBatch } from '../turns/queue';
 import { closeUnreadBodies } from './close-unread-bodies';
 import { createInProcessQueue } from './in-process-queue';
+import { withLocalQueue } from './queue-route';
+import { pumpDueTimers } from '../turns/timers';
 import { settleInflight } from '../http/inflight';
 import { newSecret } from '../http/routes/keys';
 import { createDynamoClients, ensureTable } from '../store/setup';
@@ -52,9 +54,11 @@ async function main(): Promise<number> {
 
   let ddb: DynamoDbLocal | undefined;
   let server: Server | undefined;
+  let pump: NodeJS.Timeout | undefined;
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
+      clearInterval(pump);
       if (server) {
         const closed = new Promise<void>((done) => server?.close(() => done()));
         server.closeIdleConnections();
@@ -86,15 +90,29 @@ async function main(): Promise<number> {
     const secret = envKey ?? newSecret();
     const key = await registerLocalKey(deps.engine.store, secret, envKey ? 'local admin (EASEL_API_KEY)' : `local admin (generated ${new Date().toISOString()})`);
     const examples = await loadExamples(deps.engine.store, deps.engine.registry, await readExamples());
+    const log = (m: string, f: Record<string, unknown>) => console.error(`[easel] ${m}`, JSON.stringify(f));
     // async and queued turns run in this process, through the same handler as the Lambda worker
+    let fetch = createApp(deps).fetch;
     if (!deps.enqueue) {
       const guard = new SsrfGuard({ allow: config.ssrfAllow });
-      const log = (m: string, f: Record<string, unknown>) => console.error(`[easel] ${m}`, JSON.stringify(f));
       const queue = createInProcessQueue((records) =>
         processBatch({ engine: deps.engine, guard, log, requeue: (message) => queue.enqueue(message), holdMs: config.queue.asyncLeaseMs }, records));
       deps.enqueue = queue.enqueue;
+      fetch = withLocalQueue(fetch, deps.auth, queue.enqueue);
     }
-    server = createAdaptorServer({ fetch: closeUnreadBodies(createApp(deps).fetch) }) as Server;
+    // the pump function's work (every minute on AWS), every few seconds here: due form timers fire
+    let pumping = false;
+    pump = setInterval(() => {
+      if (pumping) return;
+      pumping = true;
+      pumpDueTimers(deps.engine, 100, log)
+        .then((report) => {
+          if (report.fired > 0 || report.failed > 0) log('timers pumped', { ...report });
+        }, (error: unknown) => log('the timer pump failed', { error: error instanceof Error ? error.message : String(error) }))
+        .finally(() => (pumping = false));
+    }, local.pumpMs);
+    pump.unref();
+    server = createAdaptorServer({ fetch: closeUnreadBodies(fetch) }) as Server;
     await new Promise<void>((done, failed) => {
       server?.once('error', failed).listen(port, HOST, () => done());
     });

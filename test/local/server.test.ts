@@ -29,7 +29,7 @@ import { testTable } from '../helpers/dynamo';
 
 const TSX = join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
 const ADMIN_KEY = `local-test-key-${Math.random().toString(36).slice(2)}`;
-const EXAMPLE_IDS = ['ex-form-intake', 'ex-loop-survey', 'ex-support-triage'];
+const EXAMPLE_IDS = ['ex-callback', 'ex-form-intake', 'ex-loop-survey', 'ex-support-triage'];
 
 function freePort(): Promise<number> {
   return new Promise((done, fail) => {
@@ -159,7 +159,7 @@ describe('npm start on its own DynamoDB Local (--in-memory)', () => {
   let dynamoPort: number;
 
   beforeAll(async () => {
-    server = await startServer({}, ['--in-memory']);
+    server = await startServer({ EASEL_PUMP_INTERVAL_MS: '250' }, ['--in-memory']);
   }, 60_000);
 
   it('prints the URL, where the data is, the key, the example ids and a curl line', () => {
@@ -170,7 +170,7 @@ describe('npm start on its own DynamoDB Local (--in-memory)', () => {
     dynamoPort = Number(db?.[1]);
     expect(out).toContain(`API key: the value of EASEL_API_KEY (admin, tenant local, id ${localKeyId(ADMIN_KEY)})`);
     expect(out).not.toContain(ADMIN_KEY); // a key the user chose is not echoed
-    expect(out).toContain('Examples: ex-form-intake (created), ex-loop-survey (created), ex-support-triage (created)');
+    expect(out).toContain('Examples: ex-callback (created), ex-form-intake (created), ex-loop-survey (created), ex-support-triage (created)');
     expect(out).toMatch(new RegExp(`Try: curl -s -X POST ${server.url}/workflows/v1/workflows/ex-support-triage/execute -H "Authorization: Bearer \\$EASEL_API_KEY"`));
   });
 
@@ -231,6 +231,71 @@ describe('npm start on its own DynamoDB Local (--in-memory)', () => {
     }
     expect(turn.json.is_terminal).toBe(true);
     expect(messages(turn.json)).toBe(`Thank you! Your three ideas: ${JSON.stringify(ideas)}`);
+  });
+
+  it('fires a form timer through the in-process pump: the run takes the timeout branch', async () => {
+    const example = JSON.parse(await readFile(join(EXAMPLES_DIR, 'callback-request.json'), 'utf8'));
+    example.dsl.components['UserFillUp:Phone'].obj.params.timeout_seconds = 1; // the example waits 30 s
+    const created = await api(server.url, ADMIN_KEY, 'POST', '/workflows/v1/workflows', { name: 'quick callback', dsl: example.dsl });
+    expect(created.status).toBe(201);
+    const t1 = await api(server.url, ADMIN_KEY, 'POST', `/workflows/v1/workflows/${created.json.id}/execute`, { run_input: { query: 'call me' } });
+    expect(t1.json).toMatchObject({ status: 'waiting_for_input', has_background_work: true });
+    let run = t1.json;
+    for (let i = 0; i < 40 && run.status !== 'completed'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      run = (await api(server.url, ADMIN_KEY, 'GET', `/workflows/v1/workflow-runs/${t1.json.run_id}`)).json;
+    }
+    expect(run).toMatchObject({ status: 'completed', turn_number: 2, has_background_work: false });
+    const t2 = await api(server.url, ADMIN_KEY, 'GET', `/workflows/v1/workflow-runs/${t1.json.run_id}/turns/2`);
+    expect(messages(t2.json.response)).toBe('No number came within 30 seconds: we will write to you instead.');
+  });
+
+  it('runs an async turn in the in-process worker and streams it to a follower', async () => {
+    const accepted = await fetch(`${server.url}/workflows/v1/workflows/ex-support-triage/execute`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json', prefer: 'respond-async' },
+      body: JSON.stringify({ run_input: { query: 'a billing question' } }),
+    });
+    expect(accepted.status).toBe(202);
+    const { run_id: runId, turn_number: turn } = (await accepted.json()) as { run_id: string; turn_number: number };
+    const followed = await fetch(`${server.url}/workflows/v1/workflow-runs/${runId}/turns/${turn}/events?format=sse`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+    const body = await followed.text();
+    const last = /event: turn_response\ndata: (.*)\n/.exec(body);
+    expect(last, body).not.toBeNull();
+    expect(JSON.parse(last?.[1] ?? '{}')).toMatchObject({ run_id: runId, status: 'completed', turn_number: 1 });
+    expect(body).toMatch(/^id: \S+\nevent: workflow_started\n/);
+  });
+
+  it('takes queue messages on POST /local/turn-queue and runs them as SQS would deliver them', async () => {
+    const triage = JSON.parse(await readFile(join(EXAMPLES_DIR, 'support-triage.json'), 'utf8'));
+    const wf = (await api(server.url, ADMIN_KEY, 'POST', '/workflows/v1/workflows', { name: 'queued triage', dsl: triage.dsl })).json.id as string;
+    const queued = await api(server.url, ADMIN_KEY, 'POST', '/local/turn-queue', { workflow_id: wf, run_input: { query: 'where is my shipping?' }, idempotency_key: 'nightly:2026-11-30' });
+    expect(queued).toEqual({ status: 202, json: { queued: true } });
+    let runs: { items: { run_id: string; status: string }[] } = { items: [] };
+    for (let i = 0; i < 50 && runs.items[0]?.status !== 'completed'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      runs = (await api(server.url, ADMIN_KEY, 'GET', `/workflows/v1/workflow-runs?workflow_id=${wf}`)).json;
+    }
+    expect(runs.items.map((r) => r.status)).toEqual(['completed']);
+    const turn = await api(server.url, ADMIN_KEY, 'GET', `/workflows/v1/workflow-runs/${runs.items[0]?.run_id}/turns/1`);
+    expect(messages(turn.json.response)).toMatch(/^\[shipping\]/);
+    // the same message again (a duplicate delivery): absorbed by its idempotency key
+    await api(server.url, ADMIN_KEY, 'POST', '/local/turn-queue', { workflow_id: wf, run_input: { query: 'where is my shipping?' }, idempotency_key: 'nightly:2026-11-30' });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await api(server.url, ADMIN_KEY, 'GET', `/workflows/v1/workflow-runs?workflow_id=${wf}`)).json.items).toHaveLength(1);
+
+    const refusals = await Promise.all([
+      fetch(`${server.url}/local/turn-queue`, { method: 'POST', body: '{}' }).then(async (r) => [r.status, ((await r.json()) as { code: string }).code]),
+      api(server.url, ADMIN_KEY, 'POST', '/local/turn-queue', { workflow_id: wf, run_id: 'a'.repeat(32) }).then((r) => [r.status, r.json.code, r.json.field]),
+      api(server.url, ADMIN_KEY, 'POST', '/local/turn-queue', { tenant: 'someone-else', workflow_id: wf }).then((r) => [r.status, r.json.code, r.json.field]),
+      api(server.url, ADMIN_KEY, 'GET', '/local/turn-queue').then((r) => [r.status, r.json.code]),
+    ]);
+    expect(refusals).toEqual([
+      [401, 'unauthorized'],
+      [400, 'invalid_request', 'turn_number'],
+      [400, 'invalid_request', 'tenant'],
+      [400, 'invalid_request'],
+    ]);
   });
 
   it('npm run keys: create, list and revoke over HTTP, with clear errors', async () => {
@@ -301,7 +366,7 @@ describe('npm start on an existing DynamoDB (EASEL_DYNAMODB_ENDPOINT)', () => {
     expect(await stopServer(first, 'SIGTERM')).toBe(0);
 
     const second = await startServer(env);
-    expect(second.stdout()).toContain('Examples: ex-form-intake (unchanged), ex-loop-survey (unchanged), ex-support-triage (unchanged)');
+    expect(second.stdout()).toContain('Examples: ex-callback (unchanged), ex-form-intake (unchanged), ex-loop-survey (unchanged), ex-support-triage (unchanged)');
     expect(await list(second)).toEqual(EXAMPLE_IDS);
     const form = await api(second.url, ADMIN_KEY, 'GET', '/workflows/v1/workflows/ex-form-intake');
     expect(form.json).toMatchObject({ active_version: 1, latest_version: 1 });
@@ -342,18 +407,19 @@ describe('bootstrap', () => {
 
   it('loads the examples: created, unchanged, then a changed DSL becomes a new active version', async () => {
     const examples = await readExamples();
-    expect((await loadExamples(store(), builtinComponents, examples)).map((e) => e.action)).toEqual(['created', 'created', 'created']);
+    const all = (action: string) => examples.map(() => action);
+    expect((await loadExamples(store(), builtinComponents, examples)).map((e) => e.action)).toEqual(all('created'));
     // key order does not count as a change
     const reordered = examples.map((e) => ({ ...e, dsl: Object.fromEntries(Object.entries(e.dsl).reverse()) }));
-    expect((await loadExamples(store(), builtinComponents, reordered)).map((e) => e.action)).toEqual(['unchanged', 'unchanged', 'unchanged']);
+    expect((await loadExamples(store(), builtinComponents, reordered)).map((e) => e.action)).toEqual(all('unchanged'));
     const changed = structuredClone(examples);
-    const form = changed[0]?.dsl.components as Record<string, { obj: { params: { content?: string[] } } }>;
+    const form = changed.find((e) => e.id === 'ex-form-intake')?.dsl.components as Record<string, { obj: { params: { content?: string[] } } }>;
     (form['Message:Confirmation'] as { obj: { params: { content?: string[] } } }).obj.params.content = ['Changed, {UserFillUp:SignUpForm@name}.'];
-    expect((await loadExamples(store(), builtinComponents, changed)).map((e) => e.action)).toEqual(['updated', 'unchanged', 'unchanged']);
+    expect((await loadExamples(store(), builtinComponents, changed)).map((e) => `${e.id} ${e.action}`)).toEqual(examples.map((e) => `${e.id} ${e.id === 'ex-form-intake' ? 'updated' : 'unchanged'}`));
     expect(await getWorkflow(store(), LOCAL_TENANT, 'ex-form-intake')).toMatchObject({ activeVersion: 2, latestVersion: 2 });
     // an invalid example stores nothing
     const broken = structuredClone(examples);
-    (broken[1] as { dsl: Record<string, unknown> }).dsl = { components: {} };
+    (broken.find((e) => e.id === 'ex-loop-survey') as { dsl: Record<string, unknown> }).dsl = { components: {} };
     await expect(loadExamples(store(), builtinComponents, broken)).rejects.toThrow(/example ex-loop-survey is not a valid workflow/);
   });
 });
