@@ -55,6 +55,7 @@ async function main(): Promise<number> {
   let ddb: DynamoDbLocal | undefined;
   let server: Server | undefined;
   let pump: NodeJS.Timeout | undefined;
+  let queueIdle: (() => Promise<void>) | undefined;
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
@@ -67,7 +68,8 @@ async function main(): Promise<number> {
         await closed;
         clearTimeout(force);
       }
-      await Promise.race([settleInflight(), new Promise((r) => setTimeout(r, SHUTDOWN_GRACE_MS))]);
+      // turns in flight, over HTTP or in the in-process worker, get the grace period to commit
+      await Promise.race([Promise.all([settleInflight(), queueIdle?.()]), new Promise((r) => setTimeout(r, SHUTDOWN_GRACE_MS))]);
       await ddb?.stop();
     })());
   let resolveSignal: (signal: string) => void = () => undefined;
@@ -98,6 +100,7 @@ async function main(): Promise<number> {
       const queue = createInProcessQueue((records) =>
         processBatch({ engine: deps.engine, guard, log, requeue: (message) => queue.enqueue(message), holdMs: config.queue.asyncLeaseMs }, records));
       deps.enqueue = queue.enqueue;
+      queueIdle = () => queue.idle();
       fetch = withLocalQueue(fetch, deps.auth, queue.enqueue);
     }
     // the pump function's work (every minute on AWS), every few seconds here: due form timers fire

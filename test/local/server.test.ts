@@ -26,6 +26,7 @@ import {
 } from '../../lib/local/bootstrap';
 import { revokeApiKey } from '../../lib/store/api-keys';
 import { testTable } from '../helpers/dynamo';
+import { OpenAiServer } from '../llm/openai-server';
 
 const TSX = join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
 const ADMIN_KEY = `local-test-key-${Math.random().toString(36).slice(2)}`;
@@ -375,6 +376,40 @@ describe('npm start on an existing DynamoDB (EASEL_DYNAMODB_ENDPOINT)', () => {
     expect(keys.map((k: { id: string }) => k.id)).toEqual([localKeyId(ADMIN_KEY)]);
     expect(await stopServer(second)).toBe(0);
   }, 40_000);
+
+  it('lets an async turn in its worker commit when stopped (SIGTERM) mid-turn', async () => {
+    const model = await OpenAiServer.start();
+    model.respond = () => ({ kind: 'text', text: 'slow but sure', chunks: 4, delayMs: 250 });
+    const env = {
+      EASEL_DYNAMODB_ENDPOINT: testTable().endpoint,
+      EASEL_DYNAMODB_TABLE: `${table}-stop`,
+      EASEL_LLM_BASE_URL: model.url,
+      EASEL_LLM_DEFAULT_MODEL: 'openai:slow',
+      EASEL_LLM_API_KEY: 'sk-local-test',
+    };
+    const running = await startServer(env);
+    try {
+      const dsl = { components: {
+        begin: { obj: { component_name: 'Begin', params: {} }, downstream: ['LLM:Slow'], upstream: [] },
+        'LLM:Slow': { obj: { component_name: 'LLM', params: { llm_id: 'openai:slow', sys_prompt: 'Be slow.', prompts: [{ role: 'user', content: '{sys.query}' }] } }, downstream: [], upstream: ['begin'] },
+      } };
+      const wf = (await api(running.url, ADMIN_KEY, 'POST', '/workflows/v1/workflows', { name: 'slow', dsl })).json.id as string;
+      const accepted = await fetch(`${running.url}/workflows/v1/workflows/${wf}/execute`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json', prefer: 'respond-async' },
+        body: JSON.stringify({ run_input: { query: 'take your time' } }),
+      });
+      const { run_id: runId } = (await accepted.json()) as { run_id: string };
+      for (let i = 0; i < 100 && model.calls === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(model.calls).toBe(1); // the model is answering (about a second) when the stop comes
+      expect(await stopServer(running, 'SIGTERM')).toBe(0);
+      const { getHead } = await import('../../lib/store/sessions');
+      const head = await getHead({ doc: testTable().doc, table: `${table}-stop` }, LOCAL_TENANT, runId);
+      expect(head).toMatchObject({ turn: 1, status: 'completed', claim: null });
+    } finally {
+      await model.close();
+    }
+  }, 60_000);
 
   it('refuses an EASEL_API_KEY under 16 characters, saying so', async () => {
     const s = spawnServer({ EASEL_API_KEY: 'too-short', PORT: String(await freePort()) });
