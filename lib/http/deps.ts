@@ -23,7 +23,8 @@ async function ssmParameter(name: string): Promise<string | undefined> {
 /** SQS is loaded only where a queue is configured. */
 async function sendToQueue(url: string, message: QueueMessage): Promise<void> {
   const { SQSClient, SendMessageCommand } = await import('@aws-sdk/client-sqs');
-  sqs ??= new SQSClient({});
+  // the queue URL's host is the queue's endpoint (an SQS-compatible server too)
+  sqs ??= new SQSClient({ endpoint: new URL(url).origin });
   await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: JSON.stringify(message) }));
 }
 let sqs: import('@aws-sdk/client-sqs').SQSClient | undefined;
