@@ -37,10 +37,18 @@ import {
 } from './execute';
 import { mergeMessageDeltas, type TurnResponse } from './response';
 
+/** What this worker did of the turn, for logs and metrics. */
+export interface WorkerProgress {
+  /** The checkpoint it went on from (its sequence number), if it did not start the turn. */
+  resumedFrom: number | null;
+  /** Checkpoints it wrote. */
+  checkpoints: number;
+}
+
 export type AsyncTurnOutcome =
-  | { kind: 'committed'; result: TurnResult }
+  | { kind: 'committed'; result: TurnResult; progress?: WorkerProgress }
   /** Stopped at a checkpoint before `stopBy`; the message must be queued again. */
-  | { kind: 'suspended'; runId: string; turn: number };
+  | { kind: 'suspended'; runId: string; turn: number; progress: WorkerProgress };
 
 export interface AsyncTurnOptions {
   /** Epoch ms after which no new batch starts here: the turn is suspended instead. */
@@ -91,6 +99,8 @@ export async function runAsyncTurn(
   const storedBlobs = new Set([...(prepared.loaded?.storedBlobs ?? []), ...(saved?.blobs ?? [])]);
 
   const progress = new Progress(saved);
+  let written = 0;
+  const report = (): WorkerProgress => ({ resumedFrom: saved?.seq ?? null, checkpoints: written });
   let cancel = claim.cancelRequested === true;
   let lost = false;
   const heartbeat = setInterval(() => {
@@ -125,6 +135,7 @@ export async function runAsyncTurn(
           storedBlobs,
         });
         progress.saved();
+        written++;
         await options.hooks?.afterCheckpoint?.(progress.seq);
       } catch (error) {
         if (error instanceof CancelRequestedError) {
@@ -162,7 +173,7 @@ export async function runAsyncTurn(
   if (lost) throw new LeaseLostError();
   if (canvas.isSuspended) {
     await releaseLease(store, lease, holdMs);
-    return { kind: 'suspended', runId: request.runId, turn: claim.turn };
+    return { kind: 'suspended', runId: request.runId, turn: claim.turn, progress: report() };
   }
 
   let result: TurnResult;
@@ -176,7 +187,7 @@ export async function runAsyncTurn(
     result = await commitCancelled(engine, own, lease, claim, storedBlobs);
   }
   if (progress.seq > 0 || saved) await deleteCheckpoint(store, request.tenant, request.runId, claim.turn).catch(() => undefined);
-  return { kind: 'committed', result };
+  return { kind: 'committed', result, progress: report() };
 }
 
 /**

@@ -22,7 +22,7 @@ import type { SsrfGuard } from '../outbound/ssrf';
 import { sha256 } from '../store/codec';
 import { LeaseLostError, TurnInProgressError } from '../store/errors';
 import { webhookSecret } from '../store/tenants';
-import { type AsyncTurnOptions, type AsyncTurnOutcome, DEFAULT_HOLD_MS, runAsyncTurn } from './async-turn';
+import { type AsyncTurnOptions, type AsyncTurnOutcome, DEFAULT_HOLD_MS, runAsyncTurn, type WorkerProgress } from './async-turn';
 import { claimNextTurn, type TurnEngine, type TurnRequest } from './execute';
 
 export const QueueMessage = z
@@ -51,9 +51,12 @@ export const QueueMessage = z
   });
 export type QueueMessage = z.output<typeof QueueMessage>;
 
+/** Where a worker's share of an async turn began and how many checkpoints it wrote (logs). */
+type Worked = { resumed_from_checkpoint?: number | null; checkpoints_written?: number };
+
 export type Outcome =
-  | { kind: 'done'; runId: string; turn: number; status: string }
-  | { kind: 'continued'; runId: string; turn: number }
+  | ({ kind: 'done'; runId: string; turn: number; status: string } & Worked)
+  | ({ kind: 'continued'; runId: string; turn: number } & Worked)
   | { kind: 'retry'; reason: string }
   | { kind: 'superseded'; reason: string }
   | { kind: 'failed'; code: string; reason: string };
@@ -134,7 +137,7 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
     if (outcome.kind === 'suspended') return await continueLater(deps, message, outcome, claim as NonNullable<typeof claim>);
     const r = outcome.result.response;
     if (message.callback_url) await notify(deps, message, r.status === 'waiting_for_input' ? 'turn.paused' : `turn.${r.status}`, r);
-    return report(deps, message, { kind: 'done', runId: r.run_id, turn: r.turn_number, status: r.status });
+    return report(deps, message, { kind: 'done', runId: r.run_id, turn: r.turn_number, status: r.status, ...worked(outcome.progress) });
   } catch (error) {
     if (error instanceof TurnInProgressError || error instanceof TransientError) {
       return report(deps, message, { kind: 'retry', reason: error.message });
@@ -153,7 +156,7 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
  * worker continues it at once — and a long turn does not use up the redeliveries
  * (maxReceiveCount) that are there for crashes. If that send fails, this delivery is retried.
  */
-async function continueLater(deps: QueueDeps, message: QueueMessage, outcome: { runId: string; turn: number }, claim: { runId: string; token: string; turn: number }): Promise<Outcome> {
+async function continueLater(deps: QueueDeps, message: QueueMessage, outcome: { runId: string; turn: number; progress: WorkerProgress }, claim: { runId: string; token: string; turn: number }): Promise<Outcome> {
   const next: QueueMessage = { ...message, run_id: claim.runId, turn_number: claim.turn - 1, claim: { token: claim.token, turn: claim.turn } };
   try {
     if (!deps.requeue) throw new Error('no queue to continue on');
@@ -161,7 +164,11 @@ async function continueLater(deps: QueueDeps, message: QueueMessage, outcome: { 
   } catch (error) {
     return report(deps, message, { kind: 'retry', reason: `the continuation could not be queued: ${error instanceof Error ? error.message : String(error)}` });
   }
-  return report(deps, message, { kind: 'continued', runId: outcome.runId, turn: outcome.turn });
+  return report(deps, message, { kind: 'continued', runId: outcome.runId, turn: outcome.turn, ...worked(outcome.progress) });
+}
+
+function worked(progress: WorkerProgress | undefined): Worked {
+  return progress ? { resumed_from_checkpoint: progress.resumedFrom, checkpoints_written: progress.checkpoints } : {};
 }
 
 async function notify(deps: QueueDeps, message: QueueMessage, event: string, payload: unknown): Promise<void> {

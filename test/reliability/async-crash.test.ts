@@ -177,6 +177,9 @@ describe('an async turn whose worker is killed mid-turn', () => {
     const second = startWorker(body, 3);
     expect(await second.waitFor(/^result /)).toBe('result {"batchItemFailures":[]}');
     expect(await second.exited).toBe(0);
+    // its log says where it took the turn up: at checkpoint 2, then one checkpoint (after C)
+    const done = JSON.parse((await second.waitFor(/^log .*"kind":"done"/)).slice(4)) as Record<string, unknown>;
+    expect(done).toMatchObject({ message: 'queued turn done', status: 'completed', resumed_from_checkpoint: 2, checkpoints_written: 1 });
 
     expect(callsByStep(since)).toEqual({ A: { made: 1, answered: 1 }, B: { made: 1, answered: 1 }, C: { made: 1, answered: 1 } });
     expect(await readRun(runId)).toMatchObject({ status: 'completed', turn_number: 1, turn_in_progress: null });
