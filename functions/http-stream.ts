@@ -16,7 +16,8 @@ const DRAIN_MS = 10_000;
 
 const telemetry = createTelemetry();
 const { logger, metrics } = telemetry;
-const app = withTelemetry(createApp(buildDeps(readConfig(), { logger })), logger, metrics);
+// a turn follower's stream ends within the function's 15 minutes; the client reconnects
+const app = withTelemetry(createApp({ ...buildDeps(readConfig(), { logger }), followMaxMs: 14 * 60_000 }), logger, metrics);
 const responded = new WeakMap<object, () => void>();
 // streamHandle calls awslambda.streamifyResponse itself; the export below wraps what it returns
 const serve = streamHandle(new Hono().all('*', async (c) => {

@@ -13,7 +13,8 @@ import { createTelemetry, withTelemetry } from '../lib/http/observability';
 
 const telemetry = createTelemetry();
 const { logger, metrics } = telemetry;
-const app = withTelemetry(createApp(buildDeps(readConfig(), { logger })), logger, metrics);
+// API Gateway cuts responses at 30 s (and this function's timeout is 29 s): a turn follower's stream ends before, and the client reconnects
+const app = withTelemetry(createApp({ ...buildDeps(readConfig(), { logger }), followMaxMs: 20_000 }), logger, metrics);
 // SSE is text: no base64 (a third larger) for API Gateway to decode
 const serve = handle(app, { isContentTypeBinary: (type) => !type.startsWith('text/event-stream') && defaultIsContentTypeBinary(type) });
 

@@ -53,8 +53,13 @@ export interface AppDeps {
   maxFileBytes?: number;
   /** Hands an async turn (already claimed) to the worker; absent: `Prefer: respond-async` is refused. */
   enqueue?: (message: QueueMessage) => Promise<void>;
-  /** How long an async turn's claim holds (queue wait plus run). @default 20 min */
+  /** How long an async turn's claim is kept with no worker alive (EASEL_ASYNC_LEASE_MS). @default 20 min */
   asyncLeaseMs?: number;
+  /**
+   * How long one SSE stream following a turn lasts before it ends (the client reconnects with
+   * Last-Event-ID): under the hosting's own time limit. @default 10 min
+   */
+  followMaxMs?: number;
   /** Browser origins allowed to call the API (CORS); `*` for any. @default [] (same origin only) */
   corsOrigins?: readonly string[];
   /** CSP `frame-ancestors` of the playground page. @default ["'self'"] */

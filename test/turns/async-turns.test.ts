@@ -277,6 +277,25 @@ describe('async turns in the worker', () => {
     }
   });
 
+  it('a follow stream ends at its time limit, and the client goes on from its last cursor', async () => {
+    const own = await serveApp(engine, { enqueue: async () => undefined, followMaxMs: 800 }); // the hosting's limit
+    try {
+      const workflowId = await newWorkflow(engine, own.tenant, fourSteps);
+      const accepted = await own.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_input: { query: 'q' } }, headers: { prefer: 'respond-async' } });
+      const path = `/workflows/v1/workflow-runs/${accepted.json.run_id}/turns/1/events?format=sse`;
+      const started = Date.now();
+      const first = await fetch(`${own.url}${path}`, { headers: { authorization: `Bearer ${own.adminKey}` } });
+      expect(await first.text()).toBe(''); // nothing checkpointed yet: the stream just ends
+      expect(Date.now() - started).toBeLessThan(5_000);
+      // the turn runs meanwhile; the reconnecting follower reads it to its end
+      await processBatch({ engine, guard: new SsrfGuard() }, [sqsRecord(JSON.stringify({ tenant: own.tenant, workflow_id: workflowId, run_id: accepted.json.run_id, turn_number: 0, run_input: { query: 'q' }, claim: { token: (await getHead(engine.store, own.tenant, accepted.json.run_id)).claim?.token, turn: 1 } }))]);
+      const second = await fetch(`${own.url}${path}`, { headers: { authorization: `Bearer ${own.adminKey}` } });
+      expect(sseFrames(await second.text()).at(-1)).toMatchObject({ event: 'turn_response', data: { status: 'completed' } });
+    } finally {
+      await own.close();
+    }
+  });
+
   it('a follower that goes away stops costing reads', async () => {
     let reads = 0;
     const metered = { ...engine, store: { ...engine.store, onCapacity: (operation: string) => void (operation === 'checkpoint' && reads++) } };

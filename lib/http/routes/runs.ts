@@ -33,7 +33,7 @@ const TurnEventsSchema = z
   })
   .openapi('TurnEvents');
 
-/** How often an SSE follower looks for new checkpoints, and how long one stream lasts. */
+/** How often an SSE follower looks for new checkpoints, and how long one stream lasts by default. */
 const FOLLOW_POLL_MS = 500;
 const FOLLOW_MAX_MS = 10 * 60_000;
 
@@ -42,8 +42,8 @@ const FOLLOW_MAX_MS = 10 * 60_000;
  * (the committed body) once the turn commits. A stream that reaches its time limit just ends;
  * the client reconnects with Last-Event-ID and goes on from there.
  */
-function followTurn(first: TurnEvents, more: (cursor: string) => Promise<TurnEvents>, logger?: AppDeps['logger']): ReadableStream<Uint8Array> {
-  const deadline = Date.now() + FOLLOW_MAX_MS;
+function followTurn(first: TurnEvents, more: (cursor: string) => Promise<TurnEvents>, maxMs: number, logger?: AppDeps['logger']): ReadableStream<Uint8Array> {
+  const deadline = Date.now() + maxMs;
   let page: TurnEvents | null = first;
   let cursor = first.next_cursor;
   let gone = false;
@@ -210,7 +210,7 @@ export function registerRunRoutes(app: App, deps: AppDeps): void {
         return c.json({ ...rest, ...(response !== undefined ? { response: JSON.parse(response) as unknown } : {}) }, 200);
       }
       const more = (from: string) => readTurnEvents(engine, tenant, run_id, n, parseCursor(from));
-      return new Response(followTurn(first, more, deps.logger), { status: 200, headers: SSE_HEADERS });
+      return new Response(followTurn(first, more, deps.followMaxMs ?? FOLLOW_MAX_MS, deps.logger), { status: 200, headers: SSE_HEADERS });
     },
   );
 
