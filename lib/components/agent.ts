@@ -15,7 +15,6 @@ import type { ChatMessage, ChatModel, ToolCall, ToolSpec } from '../llm/types';
 import {
   DEFAULT_HISTORY_WINDOW,
   buildMessages,
-  completeCounted,
   llmParamsShape,
   samplingOptions,
   schemaInstructions,

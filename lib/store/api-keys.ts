@@ -8,8 +8,8 @@
  * has before it knows its tenant. Neither item holds the secret.
  */
 import { createHash } from 'node:crypto';
-import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { call, ConditionFailed, type StoreContext } from './dynamo';
+import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { call, ConditionFailed, queryAll, type StoreContext } from './dynamo';
 import { NotFoundError } from './errors';
 import { keys } from './item-keys';
 
@@ -84,21 +84,11 @@ export async function getApiKey(ctx: StoreContext, tenant: string, id: string): 
 }
 
 export async function listApiKeys(ctx: StoreContext, tenant: string): Promise<ApiKey[]> {
-  const out: ApiKey[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await call('list API keys', () =>
-      ctx.doc.send(new QueryCommand({
-        TableName: ctx.table,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :k)',
-        ExpressionAttributeValues: { ':pk': keys.tenant(tenant), ':k': 'KEY#' },
-        ExclusiveStartKey: start,
-      })),
-    );
-    out.push(...(page.Items ?? []).map(toKey));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
+  const items = await queryAll(ctx, 'list API keys', {
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :k)',
+    ExpressionAttributeValues: { ':pk': keys.tenant(tenant), ':k': 'KEY#' },
+  });
+  return items.map(toKey);
 }
 
 export async function revokeApiKey(ctx: StoreContext, tenant: string, id: string, at = new Date().toISOString()): Promise<void> {

@@ -15,11 +15,11 @@
  * the lease, on condition that this worker still owns it. A worker presumed dead (its lease
  * expired) and taken over can therefore write nothing more, even if it was only slow.
  */
-import { QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { EaselError } from '../canvas/errors';
 import { itemSize, readBlobs, writeBlobs } from './blobs';
 import { decode, encode } from './codec';
-import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
+import { call, capacityParam, ConditionFailed, isExpired, queryAll, reportCapacity, type StoreContext } from './dynamo';
 import { LeaseLostError, NotFoundError, TurnInProgressError } from './errors';
 import { keys, SESSION_HEAD_SK } from './item-keys';
 import { deleteKeys, leaseRefusal, type SessionHead, toHead } from './sessions';
@@ -290,28 +290,15 @@ export async function deleteCheckpoint(ctx: StoreContext, tenant: string, id: st
   await deleteKeys(ctx, items.map((i) => ({ pk: i.pk as string, sk: i.sk as string })));
 }
 
-async function checkpointItems(ctx: StoreContext, tenant: string, id: string, turn: number, afterSeq?: number): Promise<Record<string, unknown>[]> {
+function checkpointItems(ctx: StoreContext, tenant: string, id: string, turn: number, afterSeq?: number): Promise<Record<string, unknown>[]> {
   const pk = keys.session(tenant, id);
-  const items: Record<string, unknown>[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await call('read the checkpoint', () =>
-      ctx.doc.send(new QueryCommand({
-        TableName: ctx.table,
-        KeyConditionExpression: afterSeq === undefined ? 'pk = :pk AND begins_with(sk, :p)' : 'pk = :pk AND sk BETWEEN :from AND :to',
-        ExpressionAttributeValues: afterSeq === undefined
-          ? { ':pk': pk, ':p': keys.checkpoint(turn) }
-          : { ':pk': pk, ':from': keys.checkpointEvents(turn, afterSeq + 1), ':to': keys.checkpointEvents(turn, 999_999) },
-        ConsistentRead: true,
-        ExclusiveStartKey: start,
-        ...capacityParam(ctx),
-      })),
-    );
-    reportCapacity(ctx, 'checkpoint', 'read', page.ConsumedCapacity);
-    items.push(...(page.Items ?? []));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return items;
+  return queryAll(ctx, 'read the checkpoint', {
+    KeyConditionExpression: afterSeq === undefined ? 'pk = :pk AND begins_with(sk, :p)' : 'pk = :pk AND sk BETWEEN :from AND :to',
+    ExpressionAttributeValues: afterSeq === undefined
+      ? { ':pk': pk, ':p': keys.checkpoint(turn) }
+      : { ':pk': pk, ':from': keys.checkpointEvents(turn, afterSeq + 1), ':to': keys.checkpointEvents(turn, 999_999) },
+    ConsistentRead: true,
+  }, 'checkpoint');
 }
 
 function seqOf(sk: string): number {

@@ -4,7 +4,7 @@
  * failed condition becomes `ConditionFailed` carrying the item as it was.
  */
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import { StoreUnavailableError } from './errors';
 
 export interface StoreContext {
@@ -70,6 +70,29 @@ export async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
     }
     throw new StoreUnavailableError(`the store could not ${what}: ${(error as Error).name ?? 'error'}`, { cause: error });
   }
+}
+
+/**
+ * Every item a query matches, page after page. `operation` names it for the capacity listener
+ * (when given, consumed capacity is asked for and reported as reads).
+ */
+export async function queryAll(
+  ctx: StoreContext,
+  what: string,
+  input: Omit<QueryCommandInput, 'TableName' | 'ExclusiveStartKey'>,
+  operation?: string,
+): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await call(what, () =>
+      ctx.doc.send(new QueryCommand({ ...input, TableName: ctx.table, ExclusiveStartKey: start, ...(operation ? capacityParam(ctx) : {}) })),
+    );
+    if (operation) reportCapacity(ctx, operation, 'read', page.ConsumedCapacity);
+    items.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return items;
 }
 
 /** ALL_OLD images on a failed condition come back in attribute-value form. */

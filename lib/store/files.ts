@@ -5,8 +5,8 @@
  * expiry to the run's, so it never goes while a run may still read it.
  */
 import { createHash } from 'node:crypto';
-import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { call, ConditionFailed, isExpired, type StoreContext } from './dynamo';
+import { BatchWriteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { call, ConditionFailed, isExpired, queryAll, type StoreContext } from './dynamo';
 import { NotFoundError } from './errors';
 import { deletePartition } from './sessions';
 
@@ -77,16 +77,8 @@ export async function getFile(ctx: StoreContext, tenant: string, id: string): Pr
 
 export async function readFileContent(ctx: StoreContext, file: StoredFile): Promise<Buffer> {
   const pk = contentPk(file.tenant, file.sha256);
-  const parts: Buffer[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await call('read the file content', () =>
-      ctx.doc.send(new QueryCommand({ TableName: ctx.table, KeyConditionExpression: 'pk = :pk AND begins_with(sk, :c)', ExpressionAttributeValues: { ':pk': pk, ':c': 'C#' }, ConsistentRead: true, ExclusiveStartKey: start })),
-    );
-    for (const item of page.Items ?? []) parts.push(Buffer.from(item.d as Uint8Array));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return Buffer.concat(parts);
+  const items = await queryAll(ctx, 'read the file content', { KeyConditionExpression: 'pk = :pk AND begins_with(sk, :c)', ExpressionAttributeValues: { ':pk': pk, ':c': 'C#' }, ConsistentRead: true });
+  return Buffer.concat(items.map((item) => Buffer.from(item.d as Uint8Array)));
 }
 
 /** A run uses the file: keep it (and its content) at least until `untilSec`. */

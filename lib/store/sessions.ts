@@ -12,7 +12,7 @@ import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteC
 import { EaselError } from '../canvas/errors';
 import { backoff, itemSize, readBlobs, writeBlobs } from './blobs';
 import { decode, encode } from './codec';
-import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
+import { call, capacityParam, ConditionFailed, isExpired, queryAll, reportCapacity, type StoreContext } from './dynamo';
 import { CancelRequestedError, LeaseLostError, NotFoundError, TurnConflictError, TurnInProgressError } from './errors';
 import { keys, SESSION_HEAD_SK, TURN_PREFIX, turnFromSk } from './item-keys';
 import { LISTING_INDEX, TIMER_INDEX } from './table';
@@ -453,16 +453,8 @@ export async function listSessions(
       })),
     );
     for (const i of page.Items ?? []) {
-      items.push({
-        id: i.id as string,
-        workflowId: i.workflow_id as string,
-        version: i.version as number,
-        status: i.status as string,
-        turn: i.turn as number,
-        userId: (i.user_id as string | undefined) ?? null,
-        createdAt: i.created_at as string,
-        updatedAt: i.updated_at as string,
-      });
+      const { id, workflowId, version, status, turn, userId, createdAt, updatedAt } = toHead(i);
+      items.push({ id, workflowId, version, status, turn, userId, createdAt, updatedAt });
     }
     cursor = page.LastEvaluatedKey;
   } while (cursor && items.length < options.limit);
@@ -480,23 +472,9 @@ export async function deletePartition(ctx: StoreContext, pk: string, firstSk?: s
     await deleteKeys(ctx, [{ pk, sk: firstSk }]);
     deleted++;
   }
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await call('list the session items', () =>
-      ctx.doc.send(new QueryCommand({
-        TableName: ctx.table,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': pk },
-        ProjectionExpression: 'pk, sk',
-        ExclusiveStartKey: start,
-      })),
-    );
-    const items = (page.Items ?? []).map((i) => ({ pk: i.pk as string, sk: i.sk as string }));
-    await deleteKeys(ctx, items);
-    deleted += items.length;
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return deleted;
+  const items = await queryAll(ctx, 'list the session items', { KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ProjectionExpression: 'pk, sk' });
+  await deleteKeys(ctx, items.map((i) => ({ pk: i.pk as string, sk: i.sk as string })));
+  return deleted + items.length;
 }
 
 /** Deletes items by key in batches of 25, retrying what DynamoDB leaves unprocessed. */

@@ -5,7 +5,7 @@
  */
 import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { decode, encode } from './codec';
-import { call, ConditionFailed, type StoreContext } from './dynamo';
+import { call, ConditionFailed, queryAll, type StoreContext } from './dynamo';
 import { EaselError } from '../canvas/errors';
 import { NotFoundError, StoreUnavailableError } from './errors';
 import { keys } from './item-keys';
@@ -132,23 +132,13 @@ export async function updateWorkflow(ctx: StoreContext, tenant: string, id: stri
 
 /** Every live workflow of a tenant (for lookups by name), newest first. */
 export async function allWorkflows(ctx: StoreContext, tenant: string): Promise<Workflow[]> {
-  const out: Workflow[] = [];
-  let cursor: Record<string, unknown> | undefined;
-  do {
-    const page = await call('list workflows', () =>
-      ctx.doc.send(new QueryCommand({
-        TableName: ctx.table,
-        IndexName: LISTING_INDEX,
-        KeyConditionExpression: 'gsi1pk = :pk',
-        ExpressionAttributeValues: { ':pk': keys.workflowList(tenant) },
-        ScanIndexForward: false,
-        ExclusiveStartKey: cursor,
-      })),
-    );
-    out.push(...(page.Items ?? []).map((i) => ({ ...toWorkflow(i), tenant })));
-    cursor = page.LastEvaluatedKey;
-  } while (cursor);
-  return out;
+  const items = await queryAll(ctx, 'list workflows', {
+    IndexName: LISTING_INDEX,
+    KeyConditionExpression: 'gsi1pk = :pk',
+    ExpressionAttributeValues: { ':pk': keys.workflowList(tenant) },
+    ScanIndexForward: false,
+  });
+  return items.map((i) => ({ ...toWorkflow(i), tenant }));
 }
 
 /** Marks the workflow deleted: no new runs; live runs keep their pinned version. */
@@ -202,22 +192,12 @@ export interface VersionSummary {
 
 /** Every version of a workflow, oldest first, without their DSLs. */
 export async function listVersions(ctx: StoreContext, tenant: string, id: string): Promise<VersionSummary[]> {
-  const out: VersionSummary[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await call('list versions', () =>
-      ctx.doc.send(new QueryCommand({
-        TableName: ctx.table,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :v)',
-        ExpressionAttributeValues: { ':pk': keys.workflow(tenant, id), ':v': 'V#' },
-        ProjectionExpression: 'version, created_at',
-        ExclusiveStartKey: start,
-      })),
-    );
-    out.push(...(page.Items ?? []).map((i) => ({ version: i.version as number, createdAt: i.created_at as string })));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
+  const items = await queryAll(ctx, 'list versions', {
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :v)',
+    ExpressionAttributeValues: { ':pk': keys.workflow(tenant, id), ':v': 'V#' },
+    ProjectionExpression: 'version, created_at',
+  });
+  return items.map((i) => ({ version: i.version as number, createdAt: i.created_at as string }));
 }
 
 function versionItem(pk: string, version: number, dsl: unknown, at: string): Record<string, unknown> {

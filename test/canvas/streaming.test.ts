@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Canvas, EaselError, TransientError } from '../../lib/canvas';
 import { withComponents } from '../../lib/components';
-import { canvasFor, last, messages, names, turn } from '../helpers/canvas';
+import { canvasFor, last, messages, turn } from '../helpers/canvas';
 import { streamer, streamerReads } from '../helpers/streamer';
 
 const registry = withComponents(streamer);
