@@ -30,12 +30,13 @@ import {
   leaseOf,
   type Prepared,
   prepareNext,
+  replayOf,
   ttlOf,
   type TurnEngine,
   type TurnRequest,
   type TurnResult,
 } from './execute';
-import { mergeMessageDeltas, type TurnResponse } from './response';
+import { mergeMessageDeltas } from './response';
 
 /** What this worker did of the turn, for logs and metrics. */
 export interface WorkerProgress {
@@ -55,6 +56,11 @@ export interface AsyncTurnOptions {
   stopBy?: number;
   /** How long a suspended turn's claim waits for the next worker. @default 20 minutes */
   holdMs?: number;
+  /**
+   * The session as the claim was just made (queue messages without a claim): not read again,
+   * and no checkpoint looked for unless the claim was an earlier attempt's (`fresh: false`).
+   */
+  claimed?: { prepared: Prepared; fresh: boolean };
   /** Test seams: a hook that throws (or never returns) stands for a crash at that point. */
   hooks?: { afterCheckpoint?(seq: number): Promise<void> | void };
 }
@@ -93,8 +99,8 @@ export async function runAsyncTurn(
   const lease: Lease = { tenant: request.tenant, id: request.runId, turn: claim.turn, token, owner };
   const own: TurnRequest = { ...request, turnNumber: claim.turn - 1 };
   const [saved, prepared] = await Promise.all([
-    loadCheckpoint(store, request.tenant, request.runId, claim.turn, token),
-    prepareNext(engine, own, request.runId, token),
+    options.claimed?.fresh ? null : loadCheckpoint(store, request.tenant, request.runId, claim.turn, token),
+    options.claimed?.prepared ?? prepareNext(engine, own, request.runId, token),
   ]);
   const storedBlobs = new Set([...(prepared.loaded?.storedBlobs ?? []), ...(saved?.blobs ?? [])]);
 
@@ -236,7 +242,7 @@ async function committedBy(engine: TurnEngine, request: TurnRequest & { runId: s
   const turn = request.turnNumber !== undefined ? request.turnNumber + 1 : (await getHead(engine.store, request.tenant, request.runId)).turn;
   const committed = await getTurn(engine.store, request.tenant, request.runId, turn);
   if (!committed || committed.committedBy !== token) return null;
-  return { body: committed.response, response: JSON.parse(committed.response) as TurnResponse, replayed: true };
+  return replayOf(committed);
 }
 
 /**

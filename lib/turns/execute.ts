@@ -135,7 +135,13 @@ export type Begun =
   | { replay: TurnResult }
   /** The same key's turn is still running (only when the caller asked not to wait). */
   | { running: { runId: string; turn: number } }
-  | { request: TurnRequest; prepared: Prepared; claim: Claim };
+  /** `continued`: the claim was there already, an earlier attempt's under the same token. */
+  | { request: TurnRequest; prepared: Prepared; claim: Claim; continued?: true };
+
+/** The stored answer of a committed turn, byte for byte as a retry gets it. */
+export function replayOf(turn: { response: string }): TurnResult {
+  return { body: turn.response, response: JSON.parse(turn.response) as TurnResponse, replayed: true };
+}
 
 /**
  * Everything up to the claim: idempotency, the checks, the claim itself. What comes back is
@@ -171,7 +177,7 @@ export async function claimNextTurn(
     }
     const prepared = runId ? await prepareNext(engine, request, runId, options.token) : await prepareFirst(engine, request);
     const running = prepared.head.claim;
-    if (options.token !== undefined && running?.token === options.token) return { request, prepared, claim: running };
+    if (options.token !== undefined && running?.token === options.token) return { request, prepared, claim: running, continued: true };
     if (request.command === 'stop' && running?.async && running.expiresAt > now(engine)) {
       if (await requestCancel(engine.store, prepared.head, running.token)) throw new StopAccepted(prepared.head.id, running.turn);
       continue; // the turn ended meanwhile: look again
@@ -371,7 +377,7 @@ async function resolveKey(engine: TurnEngine, request: TurnRequest, fingerprint:
     if (record.fingerprint !== fingerprint) throw new IdempotencyMismatchError();
     const turn = await getTurn(engine.store, request.tenant, record.sessionId, record.turn);
     if (turn && turn.committedBy === record.token) {
-      return { replay: { body: turn.response, response: JSON.parse(turn.response) as TurnResponse, replayed: true } };
+      return { replay: replayOf(turn) };
     }
     const head = await getHead(engine.store, request.tenant, record.sessionId).catch((error: unknown) => {
       if (error instanceof NotFoundError) return null;

@@ -131,7 +131,10 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
         outcome = { kind: 'committed', result: begun.replay };
       } else {
         claim = { runId: begun.prepared.head.id, token: begun.claim.token, turn: begun.claim.turn };
-        outcome = await runAsyncTurn(deps.engine, { ...begun.request, runId: claim.runId }, claim.token, options);
+        outcome = await runAsyncTurn(deps.engine, { ...begun.request, runId: claim.runId }, claim.token, {
+          ...options,
+          claimed: { prepared: begun.prepared, fresh: begun.continued !== true },
+        });
       }
     }
     if (outcome.kind === 'suspended') return await continueLater(deps, message, outcome, claim as NonNullable<typeof claim>);

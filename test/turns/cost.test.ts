@@ -186,7 +186,7 @@ describe('write cost per turn', () => {
     }
     for (const n of [2, 20, 40]) {
       const m = measured[n] as (typeof measured)[number];
-      console.log(`async turn ${n}: up to checkpoint 1 ${m.before.write} WCU (${JSON.stringify(m.before.byOperation)}), checkpoint 2 ${m.checkpoint.write} WCU reported, ${m.expected} WCU from item sizes (checkpoint item ${m.itemBytes} B), after it ${m.whole.write} WCU (${JSON.stringify(m.whole.byOperation)})`);
+      console.log(`async turn ${n}: up to checkpoint 1 ${m.before.write} WCU (${JSON.stringify(m.before.byOperation)}) and ${m.before.read} RCU, checkpoint 2 ${m.checkpoint.write} WCU reported, ${m.expected} WCU from item sizes (checkpoint item ${m.itemBytes} B), after it ${m.whole.write} WCU (${JSON.stringify(m.whole.byOperation)})`);
     }
     const at2 = measured[2] as (typeof measured)[number];
     const at40 = measured[40] as (typeof measured)[number];
