@@ -14,7 +14,7 @@ import { SsrfGuard } from '../outbound/ssrf';
 import { processBatch } from '../turns/queue';
 import { closeUnreadBodies } from './close-unread-bodies';
 import { createInProcessQueue } from './in-process-queue';
-import { withLocalQueue } from './queue-route';
+import { registerLocalQueueRoute } from './queue-route';
 import { pumpDueTimers } from '../turns/timers';
 import { settleInflight } from '../http/inflight';
 import { newSecret } from '../http/routes/keys';
@@ -94,15 +94,17 @@ async function main(): Promise<number> {
     const examples = await loadExamples(deps.engine.store, deps.engine.registry, await readExamples());
     const log = (m: string, f: Record<string, unknown>) => console.error(`[easel] ${m}`, JSON.stringify(f));
     // async and queued turns run in this process, through the same handler as the Lambda worker
-    let fetch = createApp(deps).fetch;
+    let localQueue: ReturnType<typeof createInProcessQueue> | undefined;
     if (!deps.enqueue) {
       const guard = new SsrfGuard({ allow: config.ssrfAllow });
       const queue = createInProcessQueue((records) =>
         processBatch({ engine: deps.engine, guard, log, requeue: (message) => queue.enqueue(message), holdMs: config.queue.asyncLeaseMs }, records));
       deps.enqueue = queue.enqueue;
       queueIdle = () => queue.idle();
-      fetch = withLocalQueue(fetch, deps.auth, queue.enqueue);
+      localQueue = queue;
     }
+    const app = createApp(deps);
+    if (localQueue) registerLocalQueueRoute(app, localQueue.enqueue);
     // the pump function's work (every minute on AWS), every few seconds here: due form timers fire
     let pumping = false;
     pump = setInterval(() => {
@@ -115,7 +117,7 @@ async function main(): Promise<number> {
         .finally(() => (pumping = false));
     }, local.pumpMs);
     pump.unref();
-    server = createAdaptorServer({ fetch: closeUnreadBodies(fetch) }) as Server;
+    server = createAdaptorServer({ fetch: closeUnreadBodies(app.fetch) }) as Server;
     await new Promise<void>((done, failed) => {
       server?.once('error', failed).listen(port, HOST, () => done());
     });

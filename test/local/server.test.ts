@@ -267,10 +267,10 @@ describe('npm start on its own DynamoDB Local (--in-memory)', () => {
     expect(body).toMatch(/^id: \S+\nevent: workflow_started\n/);
   });
 
-  it('takes queue messages on POST /local/turn-queue and runs them as SQS would deliver them', async () => {
+  it('takes queue messages on POST /workflows/v1/local/turn-queue and runs them as SQS would deliver them', async () => {
     const triage = JSON.parse(await readFile(join(EXAMPLES_DIR, 'support-triage.json'), 'utf8'));
     const wf = (await api(server.url, ADMIN_KEY, 'POST', '/workflows/v1/workflows', { name: 'queued triage', dsl: triage.dsl })).json.id as string;
-    const queued = await api(server.url, ADMIN_KEY, 'POST', '/local/turn-queue', { workflow_id: wf, run_input: { query: 'where is my shipping?' }, idempotency_key: 'nightly:2026-11-30' });
+    const queued = await api(server.url, ADMIN_KEY, 'POST', '/workflows/v1/local/turn-queue', { workflow_id: wf, run_input: { query: 'where is my shipping?' }, idempotency_key: 'nightly:2026-11-30' });
     expect(queued).toEqual({ status: 202, json: { queued: true } });
     let runs: { items: { run_id: string; status: string }[] } = { items: [] };
     for (let i = 0; i < 50 && runs.items[0]?.status !== 'completed'; i++) {
@@ -281,21 +281,21 @@ describe('npm start on its own DynamoDB Local (--in-memory)', () => {
     const turn = await api(server.url, ADMIN_KEY, 'GET', `/workflows/v1/workflow-runs/${runs.items[0]?.run_id}/turns/1`);
     expect(messages(turn.json.response)).toMatch(/^\[shipping\]/);
     // the same message again (a duplicate delivery): absorbed by its idempotency key
-    await api(server.url, ADMIN_KEY, 'POST', '/local/turn-queue', { workflow_id: wf, run_input: { query: 'where is my shipping?' }, idempotency_key: 'nightly:2026-11-30' });
+    await api(server.url, ADMIN_KEY, 'POST', '/workflows/v1/local/turn-queue', { workflow_id: wf, run_input: { query: 'where is my shipping?' }, idempotency_key: 'nightly:2026-11-30' });
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect((await api(server.url, ADMIN_KEY, 'GET', `/workflows/v1/workflow-runs?workflow_id=${wf}`)).json.items).toHaveLength(1);
 
     const refusals = await Promise.all([
-      fetch(`${server.url}/local/turn-queue`, { method: 'POST', body: '{}' }).then(async (r) => [r.status, ((await r.json()) as { code: string }).code]),
-      api(server.url, ADMIN_KEY, 'POST', '/local/turn-queue', { workflow_id: wf, run_id: 'a'.repeat(32) }).then((r) => [r.status, r.json.code, r.json.field]),
-      api(server.url, ADMIN_KEY, 'POST', '/local/turn-queue', { tenant: 'someone-else', workflow_id: wf }).then((r) => [r.status, r.json.code, r.json.field]),
-      api(server.url, ADMIN_KEY, 'GET', '/local/turn-queue').then((r) => [r.status, r.json.code]),
+      fetch(`${server.url}/workflows/v1/local/turn-queue`, { method: 'POST', body: '{}' }).then(async (r) => [r.status, ((await r.json()) as { code: string }).code]),
+      api(server.url, ADMIN_KEY, 'POST', '/workflows/v1/local/turn-queue', { workflow_id: wf, run_id: 'a'.repeat(32) }).then((r) => [r.status, r.json.code, r.json.field]),
+      api(server.url, ADMIN_KEY, 'POST', '/workflows/v1/local/turn-queue', { tenant: 'someone-else', workflow_id: wf }).then((r) => [r.status, r.json.code, r.json.field]),
+      api(server.url, ADMIN_KEY, 'GET', '/workflows/v1/local/turn-queue').then((r) => [r.status, r.json.code]),
     ]);
     expect(refusals).toEqual([
       [401, 'unauthorized'],
       [400, 'invalid_request', 'turn_number'],
       [400, 'invalid_request', 'tenant'],
-      [400, 'invalid_request'],
+      [404, 'not_found'],
     ]);
   });
 
