@@ -22,7 +22,7 @@ import { randomBytes } from 'node:crypto';
 import { Canvas, type CanvasEvent, EaselError, type TurnCheckpoint, type TurnControl } from '../canvas';
 import { acquireLease, deleteCheckpoint, type Lease, loadCheckpoint, releaseLease, renewLease, saveCheckpoint, type SavedCheckpoint } from '../store/checkpoints';
 import { CancelRequestedError, LeaseLostError } from '../store/errors';
-import { getHead, getTurn, releaseClaim } from '../store/sessions';
+import { type Claim, getHead, getTurn, releaseClaim } from '../store/sessions';
 import {
   canvasOptions,
   commitCanvas,
@@ -172,7 +172,7 @@ export async function runAsyncTurn(
     }
   } catch (error) {
     clearInterval(heartbeat);
-    if (!lost) await letGo(engine, prepared, lease, error, holdMs);
+    if (!lost) await letGo(engine, prepared, claim, lease, error, holdMs);
     throw error;
   }
   clearInterval(heartbeat);
@@ -200,7 +200,7 @@ export async function runAsyncTurn(
  * A stop arrived after the last checkpoint: what ran since is dropped, and the turn ends as
  * cancelled from that checkpoint (or from its start).
  */
-async function commitCancelled(engine: TurnEngine, request: TurnRequest, lease: Lease, claim: Parameters<typeof commitCanvas>[3], storedBlobs: Set<string>): Promise<TurnResult> {
+async function commitCancelled(engine: TurnEngine, request: TurnRequest, lease: Lease, claim: Claim, storedBlobs: Set<string>): Promise<TurnResult> {
   const [saved, prepared] = await Promise.all([
     loadCheckpoint(engine.store, lease.tenant, lease.id, lease.turn, lease.token),
     prepareNext(engine, request, lease.id, lease.token),
@@ -228,10 +228,10 @@ function fromCheckpoint(engine: TurnEngine, prepared: Prepared, saved: SavedChec
  * failure keeps the claim, with its checkpoint, for the retry, but lets go of the lease so the
  * retry need not wait for it to expire.
  */
-async function letGo(engine: TurnEngine, prepared: Prepared, lease: Lease, error: unknown, holdMs: number): Promise<void> {
+async function letGo(engine: TurnEngine, prepared: Prepared, claim: Claim, lease: Lease, error: unknown, holdMs: number): Promise<void> {
   const transient = error instanceof EaselError && error.code === 'unavailable';
   if (error instanceof EaselError && !transient) {
-    await releaseClaim(engine.store, prepared.head, { turn: lease.turn, token: lease.token, expiresAt: 0 }).catch(() => undefined);
+    await releaseClaim(engine.store, prepared.head, claim).catch(() => undefined);
   } else {
     await releaseLease(engine.store, lease, holdMs).catch(() => undefined);
   }
