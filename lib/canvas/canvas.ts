@@ -130,6 +130,11 @@ export interface TurnControl {
   afterBatch?(checkpoint: TurnCheckpoint, batch: BatchInfo): Promise<'continue' | 'suspend'> | 'continue' | 'suspend';
   /** Checked before every batch: true ends the turn as `cancelled` (a stop flag). */
   cancelled?(): boolean;
+  /**
+   * Awaited before each batch runs, told whether it reaches outside the run: where the turn
+   * layer claims the turn before the first side effect. A throw ends the turn (nothing is saved).
+   */
+  beforeBatch?(batch: BatchInfo): Promise<void> | void;
 }
 
 const NEVER_ABORTED = new AbortController().signal;
@@ -375,7 +380,7 @@ export class Canvas {
         }
         const decision = await control.afterBatch(
           { state: s, steps: turn.steps, usage: { ...this.usage }, history: [...this.turnHistory] },
-          { ran: lastBatch, external: lastBatch.some((id) => this.workflow.node(id).definition.external === true) },
+          { ran: lastBatch, external: this.reachesOutside(lastBatch) },
         );
         if (decision === 'suspend') {
           this.suspended = true;
@@ -404,6 +409,7 @@ export class Canvas {
       pass.steps += runnable.length;
 
       const waiting = s.frontier.filter((id) => !runnable.includes(id));
+      await control.beforeBatch?.({ ran: runnable, external: this.reachesOutside(runnable) });
       const result = yield* this.runBatch(scope, runnable);
       lastBatch = runnable;
       this.previousDue = undefined;
@@ -738,6 +744,11 @@ export class Canvas {
   }
 
   // ---- helpers -------------------------------------------------------------------------
+
+  /** One of these components calls a model, a tool or a URL: work worth claiming and keeping. */
+  private reachesOutside(ids: readonly string[]): boolean {
+    return ids.some((id) => this.workflow.node(id).definition.external === true);
+  }
 
   private *finishedOrDeferred(id: string, startedAt: number): Generator<CanvasEvent, void, undefined> {
     const outputs = this.state.nodes[id]?.outputs;

@@ -59,3 +59,13 @@ export class StoreUnavailableError extends TransientError {
     super(message, options);
   }
 }
+
+/**
+ * A session with this id exists already: a first turn whose run id is derived from its
+ * Idempotency-Key met an earlier attempt with the same key (the caller resolves the key).
+ */
+export class RunExistsError extends Error {
+  constructor(readonly id: string) {
+    super(`run ${id} exists already`);
+  }
+}

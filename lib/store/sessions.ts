@@ -1,37 +1,34 @@
 /**
  * Sessions (runs) and their turns. A session is one partition: turn records `T#<n>` and the head
- * `T#~`, which sorts last, so one descending Query reads the head, the latest turn (with the
- * state) and the few turns before it (whose history deltas rebuild the conversation window).
+ * `T#~`, which sorts last, so one descending Query reads the head, the next turn's slot (a claim,
+ * if one is held: see turn-slot.ts), the latest turn (with the state) and the few turns before
+ * it (whose history deltas rebuild the conversation window).
  *
- * Writing a turn: `claim` (a conditional update of the small head: the next turn is ours for a
- * lease) -> the caller runs the turn -> `commit` (a conditional Put of the turn record: the
- * commit point; nobody else can write turn n) -> a best-effort update of the head's listing
- * attributes. A reader that finds the head behind the latest turn record trusts the record.
+ * Writing a turn: [claim the slot `T#<n+1>`, only when the turn reaches outside the run] -> the
+ * caller runs the turn -> commit (a conditional Put of the turn record into that slot: the
+ * commit point; nobody else can write turn n+1). The head holds what the listing index shows
+ * (status, turn, updated_at) and the session's TTL; it is updated after the commit only when
+ * the listed status or timer changed, or the listing is older than `listingRefreshMs`. A reader
+ * that finds the head behind the latest turn record trusts the record.
  */
 import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { EaselError } from '../canvas/errors';
 import { backoff, itemSize, readBlobs, writeBlobs } from './blobs';
 import { decode, encode } from './codec';
 import { call, capacityParam, ConditionFailed, isExpired, queryAll, reportCapacity, type StoreContext } from './dynamo';
-import { CancelRequestedError, LeaseLostError, NotFoundError, TurnConflictError, TurnInProgressError } from './errors';
+import { NotFoundError, RunExistsError, TurnConflictError, TurnInProgressError } from './errors';
 import { keys, SESSION_HEAD_SK, TURN_PREFIX, turnFromSk } from './item-keys';
 import { LISTING_INDEX, TIMER_INDEX } from './table';
+import { CLAIM_KIND, type Claim, claimSlot, type ClaimRequest, FREE_SLOT, isClaimItem, leaseRefusal, releaseSlot, slotRefusal, toClaim } from './turn-slot';
+
+export type { Claim } from './turn-slot';
+export { leaseRefusal } from './turn-slot';
 
 /** No item may come near DynamoDB's 400 KB. */
 const MAX_RECORD_BYTES = 350 * 1024;
 
-export interface Claim {
-  turn: number;
-  token: string;
-  /** Epoch ms. */
-  expiresAt: number;
-  /** Claimed for a worker (an async turn): a stop sets a cancel flag rather than being refused. */
-  async?: boolean;
-  /** The worker attempt holding the lease of an async turn; absent until a worker takes it. */
-  owner?: string;
-  /** A stop asked the async turn to end as cancelled. */
-  cancelRequested?: boolean;
-}
+/** How often the listing index is refreshed when nothing listed changed. @default 60 s */
+export const DEFAULT_LISTING_REFRESH_MS = 60_000;
 
 export interface SessionHead {
   tenant: string;
@@ -46,9 +43,15 @@ export interface SessionHead {
   updatedAt: string;
   /** Epoch seconds after which the session is gone. */
   expiresAt: number;
+  /** The claim held on the next turn's slot, live or expired; null when the slot is empty. */
   claim: Claim | null;
   /** When its armed form timer fires (epoch ms); null when none. */
   dueAt?: number | null;
+  /** The status as the head item (and so the listing index) holds it; `status` may be newer. */
+  listedStatus?: string;
+  /** A first turn's Idempotency-Key (hashed) and request fingerprint, when its run id came from the key. */
+  keyHash?: string;
+  fingerprint?: string;
 }
 
 /** What one turn stored: the state after it and what it said. */
@@ -67,7 +70,9 @@ export interface TurnRecord {
   createdAt: string;
   /** The claim token of the request that committed it. */
   committedBy: string;
-  idempotencyKey: string | null;
+  /** The principal-scoped hash of the Idempotency-Key it was committed for, and its request fingerprint. */
+  keyHash: string | null;
+  fingerprint: string | null;
 }
 
 export interface LoadedSession {
@@ -87,8 +92,9 @@ export interface CreateSession {
   version: number;
   userId: string | null;
   ttlSeconds: number;
-  /** Create the session with the first turn already claimed (an execute without run_id). */
-  claim?: Pick<Claim, 'token' | 'expiresAt' | 'async'>;
+  /** The first turn's key and fingerprint (its run id derived from the key). */
+  keyHash?: string;
+  fingerprint?: string;
 }
 
 const now = (ctx: StoreContext) => (ctx.now ?? Date.now)();
@@ -101,18 +107,26 @@ export async function createSession(ctx: StoreContext, s: CreateSession): Promis
     id: s.id,
     workflowId: s.workflowId,
     version: s.version,
-    status: s.claim ? 'running' : 'not_started',
+    status: 'not_started',
     turn: 0,
     userId: s.userId,
     createdAt: iso(at),
     updatedAt: iso(at),
     expiresAt: Math.floor(at / 1000) + s.ttlSeconds,
-    claim: s.claim ? { turn: 1, ...s.claim } : null,
+    claim: null,
+    listedStatus: 'not_started',
+    ...(s.keyHash ? { keyHash: s.keyHash } : {}),
+    ...(s.fingerprint ? { fingerprint: s.fingerprint } : {}),
   };
-  await call('create the session', () =>
-    ctx.doc.send(new PutCommand({ TableName: ctx.table, Item: headItem(head), ConditionExpression: 'attribute_not_exists(pk)', ...capacityParam(ctx) }))
-      .then((out) => reportCapacity(ctx, 'create', 'write', out.ConsumedCapacity)),
-  );
+  try {
+    await call('create the session', () =>
+      ctx.doc.send(new PutCommand({ TableName: ctx.table, Item: headItem(head), ConditionExpression: 'attribute_not_exists(pk)', ...capacityParam(ctx) }))
+        .then((out) => reportCapacity(ctx, 'create', 'write', out.ConsumedCapacity)),
+    );
+  } catch (error) {
+    if (error instanceof ConditionFailed) throw new RunExistsError(s.id);
+    throw error;
+  }
   return head;
 }
 
@@ -125,7 +139,8 @@ export async function loadSession(ctx: StoreContext, tenant: string, id: string,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :t)',
       ExpressionAttributeValues: { ':pk': pk, ':t': TURN_PREFIX },
       ScanIndexForward: false,
-      Limit: 2 + Math.max(0, historyTurns),
+      // the head, the next turn's slot, the latest turn and the window before it
+      Limit: 3 + Math.max(0, historyTurns),
       ConsistentRead: true,
       ...capacityParam(ctx),
     })).then((out) => {
@@ -133,9 +148,11 @@ export async function loadSession(ctx: StoreContext, tenant: string, id: string,
       return out;
     }),
   );
-  const [headRaw, ...turns] = Items;
+  const [headRaw, ...rest] = Items;
   if (!headRaw || headRaw.sk !== SESSION_HEAD_SK || isExpired(headRaw, now(ctx))) throw new NotFoundError('run');
   const head = toHead(headRaw);
+  const slot = rest[0] && isClaimItem(rest[0]) ? rest[0] : undefined;
+  const turns = rest.filter((t) => !isClaimItem(t)).slice(0, 1 + Math.max(0, historyTurns));
   const latestRaw = turns[0];
   const blobHashes = new Set<string>();
   for (const t of turns) for (const h of (t.hb as string[] | undefined) ?? []) blobHashes.add(h);
@@ -147,79 +164,94 @@ export async function loadSession(ctx: StoreContext, tenant: string, id: string,
     if (t.h) history.push(...(decode(t.h as Uint8Array, blobs) as unknown[]));
   }
   const latest = latestRaw ? { ...toTurn(latestRaw), state: decode(latestRaw.s as Uint8Array, blobs) } : null;
-  // a commit whose head update was lost: the record is the truth
-  if (latest && latest.turn > head.turn) {
-    head.turn = latest.turn;
-    head.status = latest.status;
-    if (head.claim && head.claim.turn <= latest.turn) head.claim = null;
-  }
+  settleHead(head, latest, slot);
   const storedBlobs = new Set<string>();
   for (const t of turns) for (const h of [...((t.sb as string[]) ?? []), ...((t.hb as string[]) ?? []), ...((t.rb as string[]) ?? [])]) storedBlobs.add(h);
   return { head, latest, history, storedBlobs };
 }
 
-/** The head alone (listing attributes and the claim), without the state. */
+/**
+ * The head with what the items below it say: the latest record's turn and status (a head may
+ * lag behind its records: it is refreshed only when something listed changed), and the claim
+ * held in the next turn's slot.
+ */
+function settleHead(head: SessionHead, latest: Pick<TurnRecord, 'turn' | 'status'> | null, slot: Record<string, unknown> | undefined): void {
+  if (latest && latest.turn > head.turn) {
+    head.turn = latest.turn;
+    head.status = latest.status;
+  }
+  head.claim = slot && (slot.turn as number) === head.turn + 1 ? toClaim(slot) : null;
+}
+
+/** The head (listing attributes), its turn as the latest record says, and the claim; without the state. */
 export async function getHead(ctx: StoreContext, tenant: string, id: string): Promise<SessionHead> {
-  const { Item } = await call('read the session', () =>
-    ctx.doc.send(new GetCommand({ TableName: ctx.table, Key: { pk: keys.session(tenant, id), sk: SESSION_HEAD_SK }, ConsistentRead: true })),
+  const { Items = [] } = await call('read the session', () =>
+    ctx.doc.send(new QueryCommand({
+      TableName: ctx.table,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :t)',
+      ExpressionAttributeValues: { ':pk': keys.session(tenant, id), ':t': TURN_PREFIX },
+      ProjectionExpression: 'pk, sk, kind, tenant, id, workflow_id, version, #status, #turn, user_id, created_at, updated_at, #ttl, due_at, ik, fp, claim_token, claim_expires, claim_async, claim_owner, cancel_at',
+      ExpressionAttributeNames: { '#status': 'status', '#turn': 'turn', '#ttl': 'ttl' },
+      ScanIndexForward: false,
+      Limit: 3,
+      ConsistentRead: true,
+    })),
   );
-  if (!Item || isExpired(Item, now(ctx))) throw new NotFoundError('run');
-  return toHead(Item);
+  const [headRaw, ...rest] = Items;
+  if (!headRaw || headRaw.sk !== SESSION_HEAD_SK || isExpired(headRaw, now(ctx))) throw new NotFoundError('run');
+  const head = toHead(headRaw);
+  const slot = rest[0] && isClaimItem(rest[0]) ? rest[0] : undefined;
+  const latest = rest.find((t) => !isClaimItem(t));
+  settleHead(head, latest ? { turn: turnFromSk(latest.sk as string), status: latest.status as string } : null, slot);
+  return head;
 }
 
 /**
- * Claims turn `head.turn + 1` for `leaseMs`. Fails with TurnInProgressError while another
- * unexpired claim holds it, TurnConflictError when the head moved since it was read.
+ * Claims turn `head.turn + 1` for `leaseMs` (a placeholder in its slot). Fails with
+ * TurnInProgressError while another unexpired claim holds it, TurnConflictError when the turn
+ * was committed since the head was read.
  */
-export async function claimTurn(ctx: StoreContext, head: SessionHead, token: string, leaseMs: number, options: { async?: boolean } = {}): Promise<Claim> {
-  const at = now(ctx);
-  const claim: Claim = { turn: head.turn + 1, token, expiresAt: at + leaseMs, ...(options.async ? { async: true } : {}) };
-  try {
-    await call('claim the turn', () =>
-      ctx.doc.send(new UpdateCommand({
-        TableName: ctx.table,
-        Key: { pk: keys.session(head.tenant, head.id), sk: SESSION_HEAD_SK },
-        // the head may lag behind a committed record: bring it up to what was read; a new claim
-        // starts without a worker holding its lease and without a stop pending
-        UpdateExpression: `SET #turn = :turn, #status = :status, claim_turn = :ct, claim_token = :tok, claim_expires = :exp${options.async ? ', claim_async = :async' : ''} REMOVE claim_owner, lease_expires, cancel_at${options.async ? '' : ', claim_async'}`,
-        ConditionExpression:
-          'attribute_exists(pk) AND #turn <= :turn AND (attribute_not_exists(claim_turn) OR claim_turn <= :turn OR claim_expires < :now) AND (attribute_not_exists(#ttl) OR #ttl > :nowSec)',
-        ExpressionAttributeNames: { '#turn': 'turn', '#status': 'status', '#ttl': 'ttl' },
-        ExpressionAttributeValues: {
-          ':turn': head.turn,
-          ':status': head.status,
-          ':ct': claim.turn,
-          ':tok': token,
-          ':exp': claim.expiresAt,
-          ':now': at,
-          ':nowSec': Math.floor(at / 1000),
-          ...(options.async ? { ':async': true } : {}),
-        },
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        ...capacityParam(ctx),
-      })).then((out) => reportCapacity(ctx, 'claim', 'write', out.ConsumedCapacity)),
-    );
-  } catch (error) {
-    throw refusal(error, head, at);
-  }
-  return claim;
+export async function claimTurn(
+  ctx: StoreContext,
+  head: SessionHead,
+  token: string,
+  leaseMs: number,
+  options: Pick<ClaimRequest, 'async' | 'keyHash' | 'fingerprint'> = {},
+): Promise<Claim> {
+  return claimSlot(ctx, head.tenant, head.id, { turn: head.turn + 1, token, leaseMs, ...options }, head);
 }
 
 export interface Commit {
   head: SessionHead;
-  claim: Claim;
+  /** The turn committed: `head.turn + 1`. */
+  turn: number;
+  /** The token recorded as the committer (the claim's, when there is one). */
+  token: string;
+  /**
+   * The claim this turn holds in its slot; null for a turn that claimed nothing (it reached
+   * nothing outside the run), which commits only into an empty slot or over an expired claim.
+   */
+  claim: Claim | null;
   status: string;
   payload: TurnPayload;
-  idempotencyKey: string | null;
+  /** The principal-scoped key hash and request fingerprint, for retries to find the turn. */
+  keyHash: string | null;
+  fingerprint: string | null;
+  /**
+   * The run does not exist yet (a first turn that claimed nothing): the head is created with
+   * the record, in one transaction.
+   */
+  create?: boolean;
+  /** Refresh the listing when nothing listed changed after this long. @default 60 s */
+  listingRefreshMs?: number;
   ttlSeconds: number;
   /** The run's form timer after this turn (epoch ms), or null. */
   dueAt: number | null;
   /** Blobs the session already holds. */
   storedBlobs: ReadonlySet<string>;
   /**
-   * An async turn's worker lease: the record and the head then move in one transaction that
-   * only the lease holder can make, and that a pending stop refuses unless `allowCancel`
-   * (the turn being committed is the cancellation).
+   * An async turn's worker lease: only the lease holder can commit, and a pending stop refuses
+   * the commit unless `allowCancel` (the turn being committed is the cancellation).
    */
   lease?: { owner: string; allowCancel: boolean };
 }
@@ -230,9 +262,9 @@ export interface CommitResult {
 }
 
 /**
- * Writes turn `claim.turn`. The conditional Put of the record is the commit point: exactly one
- * request can write turn n. Then the head's listing attributes follow (a failure there is
- * repaired by the next reader).
+ * Writes turn `c.turn`. The conditional Put of the record into the turn's slot is the commit
+ * point: exactly one request can write turn n (see turn-slot.ts for the conditions). Then the
+ * head follows, when something it lists changed (a failure there is repaired by the next reader).
  */
 export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitResult> {
   const pk = keys.session(c.head.tenant, c.head.id);
@@ -249,18 +281,19 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
 
   const record: Record<string, unknown> = {
     pk,
-    sk: keys.turn(c.claim.turn),
+    sk: keys.turn(c.turn),
     kind: 'turn',
-    turn: c.claim.turn,
+    turn: c.turn,
     status: c.status,
     created_at: iso(at),
-    committed_by: c.claim.token,
+    committed_by: c.token,
     s: state.bytes,
     h: history.bytes,
     q: request.bytes,
     r: response.bytes,
   };
-  if (c.idempotencyKey) record.idem = c.idempotencyKey;
+  if (c.keyHash) record.ik = c.keyHash;
+  if (c.fingerprint) record.fp = c.fingerprint;
   for (const [attr, part] of [['sb', state], ['hb', history], ['qb', request], ['rb', response]] as const) {
     if (part.blobs.size > 0) record[attr] = [...part.blobs.keys()];
   }
@@ -268,117 +301,110 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
   if (itemSize(record) > MAX_RECORD_BYTES) {
     throw new EaselError('payload_too_large', `the turn is too large to store (${Math.ceil(itemSize(record) / 1024)} KB after compression)`);
   }
-  const headUpdate: HeadUpdate = {
-    TableName: ctx.table,
-    Key: { pk, sk: SESSION_HEAD_SK },
-    // an armed timer puts the head in the sparse timer index; none takes it out
-    UpdateExpression: c.dueAt === null
-      ? `SET #turn = :turn, #status = :status, updated_at = :at, #ttl = :ttl REMOVE ${CLAIM_ATTRIBUTES}, due_at, gsi2pk, gsi2sk`
-      : `SET #turn = :turn, #status = :status, updated_at = :at, #ttl = :ttl, due_at = :due, gsi2pk = :dueKey, gsi2sk = :dueSort REMOVE ${CLAIM_ATTRIBUTES}`,
-    ConditionExpression: '#turn < :turn AND claim_token = :tok',
-    ExpressionAttributeNames: { '#turn': 'turn', '#status': 'status', '#ttl': 'ttl' },
-    ExpressionAttributeValues: {
-      ':turn': c.claim.turn,
-      ':status': c.status,
-      ':at': iso(at),
-      ':ttl': Math.floor(at / 1000) + c.ttlSeconds,
-      ':tok': c.claim.token,
-      ...(c.dueAt === null ? {} : { ':due': c.dueAt, ':dueKey': 'DUE', ':dueSort': dueSortKey(c.dueAt, c.head.tenant, c.head.id) }),
-    },
-  };
-  if (c.lease) {
-    await commitLeased(ctx, c, record, headUpdate, c.lease);
+  const ttl = Math.floor(at / 1000) + c.ttlSeconds;
+  if (c.create) {
+    await createWithRecord(ctx, c, record, ttl, at);
     return { bytes };
   }
+  const condition = c.claim === null
+    ? { ConditionExpression: FREE_SLOT, ExpressionAttributeValues: { ':claimKind': CLAIM_KIND, ':now': at } }
+    : c.lease
+      ? {
+        ConditionExpression: `kind = :claimKind AND claim_token = :tok AND claim_owner = :owner${c.lease.allowCancel ? '' : ' AND attribute_not_exists(cancel_at)'}`,
+        ExpressionAttributeValues: { ':claimKind': CLAIM_KIND, ':tok': c.claim.token, ':owner': c.lease.owner },
+      }
+      : { ConditionExpression: 'kind = :claimKind AND claim_token = :tok', ExpressionAttributeValues: { ':claimKind': CLAIM_KIND, ':tok': c.claim.token } };
   try {
     await call('commit the turn', () =>
-      ctx.doc.send(new PutCommand({ TableName: ctx.table, Item: record, ConditionExpression: 'attribute_not_exists(pk)', ...capacityParam(ctx) }))
+      ctx.doc.send(new PutCommand({ TableName: ctx.table, Item: record, ...condition, ReturnValuesOnConditionCheckFailure: 'ALL_OLD', ...capacityParam(ctx) }))
         .then((out) => reportCapacity(ctx, 'commit', 'write', out.ConsumedCapacity)),
     );
   } catch (error) {
     if (!(error instanceof ConditionFailed)) throw error;
-    const head = await getHead(ctx, c.head.tenant, c.head.id).catch(() => c.head);
-    throw new TurnConflictError(Math.max(head.turn, c.claim.turn), head.status);
+    const old = error.item;
+    if (c.lease && c.claim && old && isClaimItem(old)) throw leaseRefusal(old, c.claim.token, c.lease.owner);
+    throw slotRefusal(error, c.head);
   }
 
-  await call('update the session head', () =>
-    ctx.doc.send(new UpdateCommand({ ...headUpdate, ...capacityParam(ctx) }))
-      .then((out) => reportCapacity(ctx, 'head', 'write', out.ConsumedCapacity)),
-  ).catch((error: unknown) => {
-    if (!(error instanceof ConditionFailed)) throw error;
-  });
+  if (listingChanged(c, at)) {
+    await call('update the session head', () =>
+      ctx.doc.send(new UpdateCommand({ ...headUpdate(ctx, c, at, ttl), ...capacityParam(ctx) }))
+        .then((out) => reportCapacity(ctx, 'head', 'write', out.ConsumedCapacity)),
+    ).catch((error: unknown) => {
+      if (!(error instanceof ConditionFailed)) throw error;
+    });
+  }
   return { bytes };
 }
 
-interface HeadUpdate {
-  TableName: string;
-  Key: Record<string, string>;
-  UpdateExpression: string;
-  ConditionExpression: string;
-  ExpressionAttributeNames: Record<string, string>;
-  ExpressionAttributeValues: Record<string, unknown>;
+/**
+ * Whether the head must follow this commit: its listed status or timer changed, or the listing
+ * (turn, updated_at, the session's TTL) is older than the refresh interval.
+ */
+function listingChanged(c: Commit, at: number): boolean {
+  const listed = c.head.listedStatus ?? c.head.status;
+  if (listed !== c.status) return true;
+  if ((c.head.dueAt ?? null) !== c.dueAt) return true;
+  const refreshed = Date.parse(c.head.updatedAt);
+  return !(at - refreshed < (c.listingRefreshMs ?? DEFAULT_LISTING_REFRESH_MS));
+}
+
+function headUpdate(ctx: StoreContext, c: Commit, at: number, ttl: number) {
+  return {
+    TableName: ctx.table,
+    Key: { pk: keys.session(c.head.tenant, c.head.id), sk: SESSION_HEAD_SK },
+    // an armed timer puts the head in the sparse timer index; none takes it out
+    UpdateExpression: c.dueAt === null
+      ? 'SET #turn = :turn, #status = :status, updated_at = :at, #ttl = :ttl REMOVE due_at, gsi2pk, gsi2sk'
+      : 'SET #turn = :turn, #status = :status, updated_at = :at, #ttl = :ttl, due_at = :due, gsi2pk = :dueKey, gsi2sk = :dueSort',
+    ConditionExpression: 'attribute_exists(pk) AND #turn < :turn',
+    ExpressionAttributeNames: { '#turn': 'turn', '#status': 'status', '#ttl': 'ttl' },
+    ExpressionAttributeValues: {
+      ':turn': c.turn,
+      ':status': c.status,
+      ':at': iso(at),
+      ':ttl': ttl,
+      ...(c.dueAt === null ? {} : { ':due': c.dueAt, ':dueKey': 'DUE', ':dueSort': dueSortKey(c.dueAt, c.head.tenant, c.head.id) }),
+    },
+  };
 }
 
 /**
- * The commit of an async turn: record and head in one transaction, fenced by the worker's
- * lease, so a worker that lost its lease (or met a stop) cannot commit.
+ * A first turn that claimed nothing: the head (as it is after the turn) and the record are
+ * written together, so a crash leaves neither. RunExistsError when the id is taken (a retry of a
+ * first turn whose run id comes from its Idempotency-Key).
  */
-async function commitLeased(
-  ctx: StoreContext,
-  c: Commit,
-  record: Record<string, unknown>,
-  headUpdate: HeadUpdate,
-  lease: { owner: string; allowCancel: boolean },
-): Promise<void> {
+async function createWithRecord(ctx: StoreContext, c: Commit, record: Record<string, unknown>, ttl: number, at: number): Promise<void> {
+  const head: SessionHead = {
+    ...c.head,
+    status: c.status,
+    turn: c.turn,
+    updatedAt: iso(at),
+    expiresAt: ttl,
+    claim: null,
+    dueAt: c.dueAt,
+    ...(c.keyHash ? { keyHash: c.keyHash } : {}),
+    ...(c.fingerprint ? { fingerprint: c.fingerprint } : {}),
+  };
   try {
     await call('commit the turn', () =>
       ctx.doc.send(new TransactWriteCommand({
         TransactItems: [
+          { Put: { TableName: ctx.table, Item: headItem(head), ConditionExpression: 'attribute_not_exists(pk)' } },
           { Put: { TableName: ctx.table, Item: record, ConditionExpression: 'attribute_not_exists(pk)' } },
-          {
-            Update: {
-              ...headUpdate,
-              ConditionExpression: `${headUpdate.ConditionExpression} AND claim_owner = :owner${lease.allowCancel ? '' : ' AND attribute_not_exists(cancel_at)'}`,
-              ExpressionAttributeValues: { ...headUpdate.ExpressionAttributeValues, ':owner': lease.owner },
-              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-            },
-          },
         ],
         ...capacityParam(ctx),
       })).then((out) => reportCapacity(ctx, 'commit', 'write', out.ConsumedCapacity)),
     );
   } catch (error) {
-    if (!(error instanceof ConditionFailed)) throw error;
-    if (error.index === 0) {
-      const head = await getHead(ctx, c.head.tenant, c.head.id).catch(() => c.head);
-      throw new TurnConflictError(Math.max(head.turn, c.claim.turn), head.status);
-    }
-    throw leaseRefusal(error.item, c.claim.token, lease.owner);
+    if (error instanceof ConditionFailed) throw new RunExistsError(c.head.id);
+    throw error;
   }
 }
 
-/** Why a lease-fenced write was refused: a stop is pending, or the lease is someone else's. */
-export function leaseRefusal(old: Record<string, unknown> | undefined, token: string, owner: string): Error {
-  if (old && old.claim_token === token && old.claim_owner === owner && typeof old.cancel_at === 'number') return new CancelRequestedError();
-  return new LeaseLostError();
-}
-
-/** The head attributes that make up a claim and its lease. */
-export const CLAIM_ATTRIBUTES = 'claim_turn, claim_token, claim_expires, claim_async, claim_owner, lease_expires, cancel_at';
-
 /** Gives a claim back without committing (the turn was refused before running anything). */
 export async function releaseClaim(ctx: StoreContext, head: SessionHead, claim: Claim): Promise<void> {
-  await call('release the claim', () =>
-    ctx.doc.send(new UpdateCommand({
-      TableName: ctx.table,
-      Key: { pk: keys.session(head.tenant, head.id), sk: SESSION_HEAD_SK },
-      UpdateExpression: `REMOVE ${CLAIM_ATTRIBUTES}`,
-      ConditionExpression: 'claim_token = :tok',
-      ExpressionAttributeValues: { ':tok': claim.token },
-    })),
-  ).catch((error: unknown) => {
-    if (!(error instanceof ConditionFailed)) throw error;
-  });
+  await releaseSlot(ctx, head.tenant, head.id, claim);
 }
 
 /** One committed turn: its record and stored response (exactly as returned then). */
@@ -387,7 +413,7 @@ export async function getTurn(ctx: StoreContext, tenant: string, id: string, tur
   const { Item } = await call('read the turn', () =>
     ctx.doc.send(new GetCommand({ TableName: ctx.table, Key: { pk, sk: keys.turn(turn) }, ConsistentRead: true })),
   );
-  if (!Item) return null;
+  if (!Item || isClaimItem(Item)) return null;
   const blobs = await readBlobs(ctx, pk, [...((Item.rb as string[]) ?? []), ...((Item.qb as string[]) ?? [])]);
   return { ...toTurn(Item), response: decode(Item.r as Uint8Array, blobs) as string, request: decode(Item.q as Uint8Array, blobs) };
 }
@@ -395,7 +421,7 @@ export async function getTurn(ctx: StoreContext, tenant: string, id: string, tur
 /** Committed turns in order, from `after` (exclusive), without their state. */
 export async function listTurns(ctx: StoreContext, tenant: string, id: string, after: number, limit: number): Promise<{ turns: (TurnRecord & { response: string; request: unknown })[]; more: boolean }> {
   const pk = keys.session(tenant, id);
-  const { Items = [], LastEvaluatedKey } = await call('list the turns', () =>
+  const { Items: read = [], LastEvaluatedKey } = await call('list the turns', () =>
     ctx.doc.send(new QueryCommand({
       TableName: ctx.table,
       KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
@@ -404,10 +430,13 @@ export async function listTurns(ctx: StoreContext, tenant: string, id: string, a
       ConsistentRead: true,
     })),
   );
+  // the claim of a turn in flight sorts after the last committed turn
+  const Items = read.filter((i) => !isClaimItem(i));
+  const more = LastEvaluatedKey !== undefined && Items.length === read.length;
   const blobs = await readBlobs(ctx, pk, Items.flatMap((i) => [...((i.rb as string[]) ?? []), ...((i.qb as string[]) ?? [])]));
   return {
     turns: Items.map((i) => ({ ...toTurn(i), response: decode(i.r as Uint8Array, blobs) as string, request: decode(i.q as Uint8Array, blobs) })),
-    more: LastEvaluatedKey !== undefined,
+    more,
   };
 }
 
@@ -509,8 +538,9 @@ function headItem(h: SessionHead): Record<string, unknown> {
     ttl: h.expiresAt,
     gsi1pk: keys.sessionList(h.tenant, h.workflowId),
     gsi1sk: `${h.createdAt}#${h.id}`,
-    ...(h.claim ? { claim_turn: h.claim.turn, claim_token: h.claim.token, claim_expires: h.claim.expiresAt } : {}),
-    ...(h.claim?.async ? { claim_async: true } : {}),
+    ...(h.dueAt != null ? { due_at: h.dueAt, gsi2pk: 'DUE', gsi2sk: dueSortKey(h.dueAt, h.tenant, h.id) } : {}),
+    ...(h.keyHash ? { ik: h.keyHash } : {}),
+    ...(h.fingerprint ? { fp: h.fingerprint } : {}),
   };
 }
 
@@ -526,17 +556,11 @@ export function toHead(item: Record<string, unknown>): SessionHead {
     createdAt: item.created_at as string,
     updatedAt: item.updated_at as string,
     expiresAt: item.ttl as number,
-    claim: typeof item.claim_turn === 'number'
-      ? {
-        turn: item.claim_turn,
-        token: item.claim_token as string,
-        expiresAt: item.claim_expires as number,
-        ...(item.claim_async === true ? { async: true } : {}),
-        ...(typeof item.claim_owner === 'string' ? { owner: item.claim_owner } : {}),
-        ...(typeof item.cancel_at === 'number' ? { cancelRequested: true } : {}),
-      }
-      : null,
+    claim: null,
     dueAt: typeof item.due_at === 'number' ? item.due_at : null,
+    listedStatus: item.status as string,
+    ...(typeof item.ik === 'string' ? { keyHash: item.ik } : {}),
+    ...(typeof item.fp === 'string' ? { fingerprint: item.fp } : {}),
   };
 }
 
@@ -567,16 +591,7 @@ function toTurn(item: Record<string, unknown>): TurnRecord {
     status: item.status as string,
     createdAt: item.created_at as string,
     committedBy: item.committed_by as string,
-    idempotencyKey: (item.idem as string | undefined) ?? null,
+    keyHash: (item.ik as string | undefined) ?? null,
+    fingerprint: (item.fp as string | undefined) ?? null,
   };
-}
-
-/** Why a claim was refused, from the head as it was. */
-function refusal(error: unknown, seen: SessionHead, at: number): unknown {
-  if (!(error instanceof ConditionFailed)) return error;
-  const old = error.item;
-  if (!old || isExpired(old, at)) return new NotFoundError('run');
-  const head = toHead(old);
-  if (head.turn > seen.turn) return new TurnConflictError(head.turn, head.status);
-  return new TurnInProgressError(head.turn, head.status);
 }

@@ -20,9 +20,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Canvas, type CanvasEvent, EaselError, type TurnCheckpoint, type TurnControl } from '../canvas';
-import { acquireLease, deleteCheckpoint, type Lease, loadCheckpoint, releaseLease, renewLease, saveCheckpoint, type SavedCheckpoint } from '../store/checkpoints';
+import { acquireLease, type Lease, loadCheckpoint, releaseLease, renewLease, saveCheckpoint, type SavedCheckpoint } from '../store/checkpoints';
 import { CancelRequestedError, LeaseLostError } from '../store/errors';
-import { type Claim, getHead, getTurn, releaseClaim } from '../store/sessions';
+import { type Claim, getTurn, releaseClaim } from '../store/sessions';
 import {
   canvasOptions,
   commitCanvas,
@@ -69,7 +69,7 @@ export interface AsyncTurnOptions {
 export const DEFAULT_HOLD_MS = 20 * 60_000;
 
 /**
- * Runs (or continues) the async turn claimed under `token`. A delivery of a turn already
+ * Runs (or continues) the async turn `claimed.turn` claimed under `claimed.token`. A delivery of a turn already
  * committed returns its stored answer; a claim gone to another request is `claim_lost`; a
  * lease still held by a live worker is TurnInProgressError (try again later); a lease lost
  * midway (this worker was presumed dead and taken over) is LeaseLostError.
@@ -77,26 +77,26 @@ export const DEFAULT_HOLD_MS = 20 * 60_000;
 export async function runAsyncTurn(
   engine: TurnEngine,
   request: TurnRequest & { runId: string },
-  token: string,
+  claimed: { token: string; turn: number },
   options: AsyncTurnOptions = {},
 ): Promise<AsyncTurnOutcome> {
+  const { token } = claimed;
   const store = engine.store;
   const leaseMs = leaseOf(engine);
   const holdMs = options.holdMs ?? DEFAULT_HOLD_MS;
   const times = { leaseMs, holdMs };
   const owner = randomBytes(16).toString('hex');
-  let head;
+  const lease: Lease = { tenant: request.tenant, id: request.runId, turn: claimed.turn, token, owner };
+  let claim: Claim;
   try {
-    head = await acquireLease(store, { tenant: request.tenant, id: request.runId, token, owner }, times);
+    claim = await acquireLease(store, lease, times);
   } catch (error) {
     if (!(error instanceof LeaseLostError)) throw error;
-    const replay = await committedBy(engine, request, token);
+    const replay = await committedBy(engine, request.tenant, request.runId, claimed);
     if (replay) return { kind: 'committed', result: replay };
     // never ran, and never will: reported (and its callback told) as a refused turn
     throw new EaselError('claim_lost', 'the turn was taken over by another request before a worker could run it');
   }
-  const claim = head.claim as NonNullable<typeof head.claim>;
-  const lease: Lease = { tenant: request.tenant, id: request.runId, turn: claim.turn, token, owner };
   const own: TurnRequest = { ...request, turnNumber: claim.turn - 1 };
   const [saved, prepared] = await Promise.all([
     options.claimed?.fresh ? null : loadCheckpoint(store, request.tenant, request.runId, claim.turn, token),
@@ -192,7 +192,7 @@ export async function runAsyncTurn(
     if (!(error instanceof CancelRequestedError)) throw error;
     result = await commitCancelled(engine, own, lease, claim, storedBlobs);
   }
-  if (progress.seq > 0 || saved) await deleteCheckpoint(store, request.tenant, request.runId, claim.turn).catch(() => undefined);
+  // the record replaced the claim, and with it the checkpoint
   return { kind: 'committed', result, progress: report() };
 }
 
@@ -237,11 +237,10 @@ async function letGo(engine: TurnEngine, prepared: Prepared, claim: Claim, lease
   }
 }
 
-/** The stored answer of the turn `token` claimed, if it committed (the run may have moved on since). */
-async function committedBy(engine: TurnEngine, request: TurnRequest & { runId: string }, token: string): Promise<TurnResult | null> {
-  const turn = request.turnNumber !== undefined ? request.turnNumber + 1 : (await getHead(engine.store, request.tenant, request.runId)).turn;
-  const committed = await getTurn(engine.store, request.tenant, request.runId, turn);
-  if (!committed || committed.committedBy !== token) return null;
+/** The stored answer of the turn `claimed` names, if its token committed it (the run may have moved on since). */
+async function committedBy(engine: TurnEngine, tenant: string, runId: string, claimed: { token: string; turn: number }): Promise<TurnResult | null> {
+  const committed = await getTurn(engine.store, tenant, runId, claimed.turn);
+  if (!committed || committed.committedBy !== claimed.token) return null;
   return replayOf(committed);
 }
 

@@ -1,15 +1,25 @@
 /**
- * The turn transaction: idempotency key -> load -> checks -> claim -> run -> commit.
+ * The turn transaction: load -> checks -> [claim] -> run -> commit.
  *
- * - Ordering: the claim reserves turn n+1 for a lease before anything runs; the conditional
- *   Put of turn record n+1 is the commit point, so turn n+1 commits at most once.
- * - Claim before side effects: a request that loses the race learns it from the claim, before
- *   any model call or HTTP request; checks that need no claim (404, stale turn_number,
- *   finished run, wrong inputs) come first and claim nothing.
+ * - Ordering: turn n+1 has one slot, the item `T#<n+1>` (lib/store/turn-slot.ts); the
+ *   conditional Put of its record is the commit point, so turn n+1 commits at most once, and
+ *   only by a request that read turn n.
+ * - Claim before side effects: a turn claims its slot (a placeholder with a lease) just before
+ *   its first batch that reaches outside the run (a model, a tool, an HTTP call), or before its
+ *   first event is streamed to a client; a request that loses the race learns it from the claim,
+ *   before any side effect. A turn that only computes claims nothing: its commit succeeds only
+ *   into an empty slot or over an expired claim, so it loses against a live claim (an async
+ *   turn claimed after our read may already have called a model). Checks that need no claim
+ *   (404, stale turn_number, finished run, wrong inputs) come first.
  * - All-or-nothing: a turn is one record (state, request, response); readers see it whole or
- *   not at all. A crash leaves the claim, which expires; nothing else changed.
- * - Idempotency: the key is looked up first; a known key returns the stored response byte for
- *   byte, waits for the same-key request in flight, or takes over an attempt that died.
+ *   not at all. A crash leaves at most the claim, which expires; nothing else changed.
+ * - Flat cost: a pure turn is one consistent read and one conditional write; one that reaches
+ *   outside adds the claim. The head (what listings show) follows only when a listed value
+ *   changed (lib/store/sessions.ts).
+ * - Idempotency: the key (hashed with its principal) and the request fingerprint travel in the
+ *   items the turn writes anyway — the claim and the record; a first turn's run id is derived
+ *   from them. A retry finds its answer in the turn its `turn_number` names (one extra read, on
+ *   the retry path only). A continuing turn sent without `turn_number` keeps a key record.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -20,12 +30,13 @@ import {
   type ComponentRegistry,
   EaselError,
   type RunInput,
+  type TurnControl,
   type Workflow,
 } from '../canvas';
 import type { CanvasState } from '../canvas/state';
 import { canonicalJson, sha256 } from '../store/codec';
 import type { StoreContext } from '../store/dynamo';
-import { IdempotencyMismatchError, NotFoundError, TurnConflictError, TurnInProgressError } from '../store/errors';
+import { IdempotencyMismatchError, NotFoundError, RunExistsError, TurnConflictError, TurnInProgressError } from '../store/errors';
 import { requestCancel } from '../store/checkpoints';
 import { getIdempotency, putIdempotency } from '../store/idempotency';
 import {
@@ -60,6 +71,8 @@ export interface TurnEngine {
   stepBudgetRun?: number;
   /** How long a request waits for a same-key request in flight. @default leaseMs */
   idempotencyWaitMs?: number;
+  /** How stale the listing's turn and updated_at may get when nothing listed changed. @default 60000 */
+  listingRefreshMs?: number;
   /** Epoch ms; also the store's clock. @default Date.now */
   clock?: () => number;
 }
@@ -67,6 +80,11 @@ export interface TurnEngine {
 export interface TurnRequest {
   tenant: string;
   workflowId: string;
+  /**
+   * Who is asking (the API key's id, and the end user when one is asserted): idempotency keys
+   * are bound to it. Absent: the tenant alone (internal callers, queue producers).
+   */
+  principal?: string;
   /** Absent: start a new run. */
   runId?: string;
   /** The id a new run gets (32 hex; generated when absent), for callers that must name it early. */
@@ -103,6 +121,8 @@ export interface Prepared {
   head: SessionHead;
   loaded: LoadedSession | null;
   workflow: Workflow;
+  /** The session's head is not written yet (a first turn until it claims or commits). */
+  unsaved?: boolean;
 }
 
 const compiledCache = new Map<string, Workflow>();
@@ -112,10 +132,23 @@ const windowHint = new Map<string, number>();
 
 /** Runs one turn of a run (creating the run on its first turn). */
 export async function executeTurn(engine: TurnEngine, original: TurnRequest): Promise<TurnResult> {
-  const begun = await claimNextTurn(engine, original);
-  if ('replay' in begun) return begun.replay;
-  if ('running' in begun) throw new TurnInProgressError(begun.running.turn - 1, 'running');
-  return runAndCommit(engine, begun.request, begun.prepared, begun.claim);
+  // streamed events are seen at once: such a turn claims before its first one
+  const lazy = original.onEvent === undefined;
+  let existing = false;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const begun = await beginTurn(engine, original, { lazy, existing });
+      if ('replay' in begun) return begun.replay;
+      if ('running' in begun) throw new TurnInProgressError(begun.running.turn - 1, 'running');
+      return await runAndCommit(engine, begun);
+    } catch (error) {
+      if (attempt >= 3 || !original.idempotencyKey) throw error;
+      // a first turn whose key-derived run exists already: an earlier attempt with this key
+      if (error instanceof RunExistsError) existing = true;
+      // a same-key request committed the turn first: look again, and replay it
+      else if (!(error instanceof TurnConflictError)) throw error;
+    }
+  }
 }
 
 /**
@@ -131,61 +164,116 @@ export class StopAccepted extends EaselError {
   }
 }
 
+/** A turn about to run: its request, its session, and its claim (null until it needs one). */
+export interface Started {
+  request: TurnRequest;
+  prepared: Prepared;
+  claim: Claim | null;
+  /** The claim token, chosen before the claim is taken (the commit records it). */
+  token: string;
+  keyHash?: string;
+  fingerprint: string;
+  /** `continued`: the claim was there already, an earlier attempt's under the same token. */
+  continued?: true;
+}
+
 export type Begun =
   | { replay: TurnResult }
   /** The same key's turn is still running (only when the caller asked not to wait). */
   | { running: { runId: string; turn: number } }
-  /** `continued`: the claim was there already, an earlier attempt's under the same token. */
-  | { request: TurnRequest; prepared: Prepared; claim: Claim; continued?: true };
+  | (Started & { claim: Claim });
 
 /** The stored answer of a committed turn, byte for byte as a retry gets it. */
 export function replayOf(turn: { response: string }): TurnResult {
   return { body: turn.response, response: JSON.parse(turn.response) as TurnResponse, replayed: true };
 }
 
+export interface ClaimOptions {
+  leaseMs?: number;
+  waitForSameKey?: boolean;
+  async?: boolean;
+  /**
+   * The claim token to use, fixed by the caller (a queue message's own): a turn this token
+   * already claims is an earlier delivery's, and is continued rather than claimed again.
+   */
+  token?: string;
+}
+
 /**
- * Everything up to the claim: idempotency, the checks, the claim itself. What comes back is
- * either the stored answer of a known key, or a turn that is ours for `leaseMs` — to run now,
- * or (an async turn) to hand to a worker with its claim token.
+ * Everything up to the claim, and the claim itself: the stored answer of a known key, or a
+ * turn that is ours for `leaseMs` — to run now, or (an async turn) to hand to a worker with
+ * its claim token.
  */
-export async function claimNextTurn(
-  engine: TurnEngine,
-  original: TurnRequest,
-  options: {
-    leaseMs?: number;
-    waitForSameKey?: boolean;
-    async?: boolean;
-    /**
-     * The claim token to use, fixed by the caller (a queue message's own): a turn this token
-     * already claims is an earlier delivery's, and is continued rather than claimed again.
-     */
-    token?: string;
-  } = {},
-): Promise<Begun> {
+export async function claimNextTurn(engine: TurnEngine, original: TurnRequest, options: ClaimOptions = {}): Promise<Begun> {
+  let existing = false;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return (await beginTurn(engine, original, { ...options, lazy: false, existing })) as Begun;
+    } catch (error) {
+      // a first turn whose key-derived run exists already: an earlier attempt with this key
+      if (!(error instanceof RunExistsError) || attempt >= 3) throw error;
+      existing = true;
+    }
+  }
+}
+
+type BeginOutcome = { replay: TurnResult } | { running: { runId: string; turn: number } } | Started;
+
+/**
+ * Idempotency, the load and the checks; claims eagerly unless `lazy`. `existing`: a keyed first
+ * turn whose derived run exists (an earlier attempt made it).
+ */
+async function beginTurn(engine: TurnEngine, original: TurnRequest, options: ClaimOptions & { lazy: boolean; existing: boolean }): Promise<BeginOutcome> {
   const leaseMs = options.leaseMs ?? leaseOf(engine);
   const fingerprint = fingerprintOf(original);
+  const keyHash = original.idempotencyKey ? keyHashOf(original) : undefined;
+  const wait = options.waitForSameKey ?? true;
   // file ids in the inputs are resolved on this copy; the caller's request stays as sent
   const request: TurnRequest = { ...original };
-  for (let attempt = 0; attempt < 5; attempt++) {
+  const deadline = now(engine) + (engine.idempotencyWaitMs ?? leaseOf(engine));
+  for (let pause = 50, attempt = 0; attempt < 200; attempt++, pause = Math.min(pause * 2, 500)) {
     let replacing: string | null = null;
     let runId = request.runId;
-    if (request.idempotencyKey) {
-      const known = await resolveKey(engine, request, fingerprint, options.waitForSameKey ?? true, options.token);
+    // a continuing turn without turn_number: its key is kept in a record of its own
+    const keyRecord = request.idempotencyKey !== undefined && runId !== undefined && request.turnNumber === undefined;
+    if (keyRecord) {
+      const known = await resolveKey(engine, request, keyHash as string, fingerprint, wait, options.token);
       if ('replay' in known || 'running' in known) return known;
       replacing = known.replacing;
-      runId ??= known.sessionId;
     }
-    const prepared = runId ? await prepareNext(engine, request, runId, options.token) : await prepareFirst(engine, request);
+    const derived = keyHash !== undefined && runId === undefined ? derivedRunId(keyHash) : undefined;
+    if (derived && options.existing) runId = derived;
+
+    let prepared: Prepared;
+    if (runId) {
+      const loaded = await loadRun(engine, request, runId);
+      if (keyHash !== undefined && !keyRecord) {
+        const target = derived ? 1 : (request.turnNumber as number) + 1;
+        if (derived && loaded.head.fingerprint !== undefined && loaded.head.fingerprint !== fingerprint) throw new IdempotencyMismatchError();
+        const known = await keyedTurn(engine, loaded.head, target, keyHash, fingerprint, options.token);
+        if (known === 'in_flight') {
+          if (!wait) return { running: { runId, turn: target } };
+          if (now(engine) + pause > deadline) throw new TurnInProgressError(loaded.head.turn, loaded.head.status);
+          await new Promise((resolve) => setTimeout(resolve, pause));
+          continue;
+        }
+        if (known) return known;
+      }
+      prepared = await checkNext(engine, request, loaded, derived ? undefined : request.turnNumber, options.token);
+    } else {
+      prepared = await prepareFirst(engine, request, derived);
+    }
     const running = prepared.head.claim;
-    if (options.token !== undefined && running?.token === options.token) return { request, prepared, claim: running, continued: true };
+    const token = options.token ?? randomBytes(16).toString('hex');
+    const started: Started = { request, prepared, claim: null, token, ...(keyHash ? { keyHash } : {}), fingerprint };
+    if (options.token !== undefined && running?.token === options.token) return { ...started, claim: running, continued: true };
     if (request.command === 'stop' && running?.async && running.expiresAt > now(engine)) {
       if (await requestCancel(engine.store, prepared.head, running.token)) throw new StopAccepted(prepared.head.id, running.turn);
       continue; // the turn ended meanwhile: look again
     }
-    const token = options.token ?? randomBytes(16).toString('hex');
-    if (request.idempotencyKey) {
+    if (keyRecord) {
       const recorded = await putIdempotency(engine.store, request.tenant, {
-        key: request.idempotencyKey,
+        key: keyHash as string,
         fingerprint,
         sessionId: prepared.head.id,
         turn: prepared.head.turn + 1,
@@ -195,12 +283,56 @@ export async function claimNextTurn(
       // another request with this key got there first: follow it instead
       if (!recorded) continue;
     }
-    const claim = prepared.loaded === null && prepared.head.turn === 0 && !runId
-      ? await createClaimed(engine, request, prepared, token, leaseMs, options.async === true)
-      : await claimTurn(engine.store, prepared.head, token, leaseMs, { async: options.async === true });
-    return { request, prepared, claim };
+    // a turn with a key record claims at once, so that a same-key request finds it in flight
+    if (!options.lazy || keyRecord) await takeClaim(engine, started, leaseMs, options.async === true);
+    return started;
   }
   throw new TurnInProgressError(0, 'running');
+}
+
+/**
+ * What a key already stands for in turn `target` of a loaded run: a committed turn (replay it),
+ * a claim still live (`in_flight`: wait for it), or nothing (run the turn; an expired claim of
+ * the key is taken over by the claim).
+ */
+async function keyedTurn(engine: TurnEngine, head: SessionHead, target: number, keyHash: string, fingerprint: string, ownToken?: string): Promise<{ replay: TurnResult } | 'in_flight' | null> {
+  if (head.turn >= target) {
+    const turn = await getTurn(engine.store, head.tenant, head.id, target);
+    if (!turn || turn.keyHash !== keyHash) return null;
+    if (turn.fingerprint !== null && turn.fingerprint !== fingerprint) throw new IdempotencyMismatchError();
+    return { replay: replayOf(turn) };
+  }
+  const claim = head.claim;
+  if (head.turn !== target - 1 || !claim || claim.keyHash !== keyHash) return null;
+  if (claim.fingerprint !== undefined && claim.fingerprint !== fingerprint) throw new IdempotencyMismatchError();
+  if (ownToken !== undefined && claim.token === ownToken) return null;
+  return claim.expiresAt > now(engine) ? 'in_flight' : null;
+}
+
+/**
+ * Takes the turn's claim: for a first turn, the session is created first (RunExistsError when a
+ * key-derived id is taken already).
+ */
+async function takeClaim(engine: TurnEngine, started: Started, leaseMs: number, async: boolean): Promise<Claim> {
+  const { prepared, request } = started;
+  if (prepared.unsaved) {
+    prepared.head = await createSession(engine.store, {
+      tenant: request.tenant,
+      id: prepared.head.id,
+      workflowId: prepared.head.workflowId,
+      version: prepared.head.version,
+      userId: prepared.head.userId,
+      ttlSeconds: ttlOf(engine),
+      ...(started.keyHash ? { keyHash: started.keyHash, fingerprint: started.fingerprint } : {}),
+    });
+    prepared.unsaved = false;
+  }
+  started.claim = await claimTurn(engine.store, prepared.head, started.token, leaseMs, {
+    ...(async ? { async: true } : {}),
+    ...(started.keyHash ? { keyHash: started.keyHash, fingerprint: started.fingerprint } : {}),
+  });
+  prepared.head.claim = started.claim;
+  return started.claim;
 }
 
 /** Creates a run without a turn (RAGFlow's create_session): turn 0, `not_started`. */
@@ -227,9 +359,9 @@ export function newRunId(): string {
   return randomBytes(16).toString('hex');
 }
 
-async function prepareFirst(engine: TurnEngine, request: TurnRequest): Promise<Prepared> {
+async function prepareFirst(engine: TurnEngine, request: TurnRequest, derivedId?: string): Promise<Prepared> {
   const { workflow, version } = await resolveWorkflow(engine, request.tenant, request.workflowId, request.version);
-  const id = request.newRunId && /^[0-9a-f]{32}$/.test(request.newRunId) ? request.newRunId : newRunId();
+  const id = derivedId ?? (request.newRunId && /^[0-9a-f]{32}$/.test(request.newRunId) ? request.newRunId : newRunId());
   const canvas = Canvas.create(workflow, canvasOptions(engine, id));
   if (request.command === 'stop') throw new EaselError('invalid_request', 'there is no run to stop yet');
   request.runInput = await resolveFileInputs(engine, request.tenant, canvas, request.runInput, expiryOf(engine));
@@ -247,24 +379,33 @@ async function prepareFirst(engine: TurnEngine, request: TurnRequest): Promise<P
     updatedAt: at,
     expiresAt: 0,
     claim: null,
+    listedStatus: 'not_started',
   };
-  return { canvas, head, loaded: null, workflow };
+  return { canvas, head, loaded: null, workflow, unsaved: true };
+}
+
+/** The run as stored, for a turn of `request`'s workflow (404 for another workflow's run). */
+async function loadRun(engine: TurnEngine, request: TurnRequest, runId: string): Promise<LoadedSession> {
+  const hintKey = `${request.tenant}/${request.workflowId}`;
+  const loaded = await loadSession(engine.store, request.tenant, runId, windowHint.get(hintKey) ?? 13);
+  if (loaded.head.workflowId !== request.workflowId) throw new NotFoundError('run');
+  return loaded;
 }
 
 /** Loads a run and checks the request against it (nothing is claimed); `ownClaim` is a claim already ours. */
 export async function prepareNext(engine: TurnEngine, request: TurnRequest, runId: string, ownClaim?: string): Promise<Prepared> {
-  const hintKey = `${request.tenant}/${request.workflowId}`;
-  const loaded = await loadSession(engine.store, request.tenant, runId, windowHint.get(hintKey) ?? 13);
+  return checkNext(engine, request, await loadRun(engine, request, runId), request.turnNumber, ownClaim);
+}
+
+/** The checks of a turn on a loaded run, in DESIGN §7's order after the key: turn number, finished, in progress, inputs. */
+async function checkNext(engine: TurnEngine, request: TurnRequest, loaded: LoadedSession, turnNumber: number | undefined, ownClaim?: string): Promise<Prepared> {
   const { head } = loaded;
-  if (head.workflowId !== request.workflowId) throw new NotFoundError('run');
-  if (request.turnNumber !== undefined && request.turnNumber !== head.turn) {
-    throw new TurnConflictError(head.turn, head.status);
-  }
+  if (turnNumber !== undefined && turnNumber !== head.turn) throw new TurnConflictError(head.turn, head.status);
   const workflow = await compiled(engine, request.tenant, head.workflowId, head.version);
-  windowHint.set(hintKey, workflow.historyWindow);
+  windowHint.set(`${request.tenant}/${request.workflowId}`, workflow.historyWindow);
   const canvas = loaded.latest
-    ? Canvas.restore(workflow, withHistory(loaded.latest.state, loaded.history, workflow), canvasOptions(engine, runId))
-    : Canvas.create(workflow, canvasOptions(engine, runId));
+    ? Canvas.restore(workflow, withHistory(loaded.latest.state, loaded.history, workflow), canvasOptions(engine, head.id))
+    : Canvas.create(workflow, canvasOptions(engine, head.id));
   if (canvas.isTerminal) canvas.check({}); // throws run_finished
   const inFlight = head.claim && head.claim.expiresAt > now(engine) && head.claim.token !== ownClaim;
   // a stop meeting an async turn is not refused: the caller sets that turn's cancel flag
@@ -276,26 +417,19 @@ export async function prepareNext(engine: TurnEngine, request: TurnRequest, runI
   return { canvas, head, loaded, workflow };
 }
 
-async function createClaimed(engine: TurnEngine, request: TurnRequest, prepared: Prepared, token: string, leaseMs: number, async: boolean): Promise<Claim> {
-  const expiresAt = now(engine) + leaseMs;
-  const head = await createSession(engine.store, {
-    tenant: request.tenant,
-    id: prepared.head.id,
-    workflowId: prepared.head.workflowId,
-    version: prepared.head.version,
-    userId: prepared.head.userId,
-    ttlSeconds: ttlOf(engine),
-    claim: { token, expiresAt, ...(async ? { async: true } : {}) },
-  });
-  prepared.head = head;
-  return head.claim as Claim;
-}
-
-async function runAndCommit(engine: TurnEngine, request: TurnRequest, prepared: Prepared, claim: Claim): Promise<TurnResult> {
-  await request.hooks?.afterClaim?.();
+async function runAndCommit(engine: TurnEngine, started: Started): Promise<TurnResult> {
+  const { request, prepared } = started;
+  const claimed = async () => {
+    if (started.claim) return;
+    await takeClaim(engine, started, leaseOf(engine), false);
+    await request.hooks?.afterClaim?.();
+  };
+  if (started.claim) await request.hooks?.afterClaim?.();
+  // the claim is taken just before the first batch that reaches outside the run
+  const control: TurnControl = started.claim ? {} : { beforeBatch: (batch) => (batch.external ? claimed() : undefined) };
   const events: CanvasEvent[] = [];
   try {
-    const run = request.command === 'stop' ? prepared.canvas.stop() : prepared.canvas.run(engineInput(request));
+    const run = request.command === 'stop' ? prepared.canvas.stop() : prepared.canvas.run(engineInput(request), control);
     for await (const event of run) {
       events.push(event);
       request.onEvent?.(event);
@@ -303,10 +437,10 @@ async function runAndCommit(engine: TurnEngine, request: TurnRequest, prepared: 
     }
   } catch (error) {
     // a refusal or a transient failure: give the turn back so a retry need not wait for the lease
-    if (error instanceof EaselError) await releaseClaim(engine.store, prepared.head, claim).catch(() => undefined);
+    if (error instanceof EaselError && started.claim) await releaseClaim(engine.store, prepared.head, started.claim).catch(() => undefined);
     throw error;
   }
-  return commitCanvas(engine, request, prepared, claim, events);
+  return commitCanvas(engine, request, prepared, started.claim, events, { token: started.token, ...(started.keyHash ? { keyHash: started.keyHash } : {}), fingerprint: started.fingerprint });
 }
 
 /** The turn's input as the engine takes it (with the caller's abort signal). */
@@ -316,24 +450,33 @@ export function engineInput(request: TurnRequest): RunInput {
 
 /**
  * Commits the turn the canvas has just run: its state, what was asked, what it answered.
- * `lease` fences the commit of an async turn by its worker's lease (see commitTurn).
+ * `claim` null: the turn claimed nothing, and commits only into a free slot. `lease` fences
+ * the commit of an async turn by its worker's lease (see commitTurn).
  */
 export async function commitCanvas(
   engine: TurnEngine,
   request: TurnRequest,
   prepared: Prepared,
-  claim: Claim,
+  claim: Claim | null,
   events: readonly CanvasEvent[],
-  extra: { lease?: { owner: string; allowCancel: boolean }; storedBlobs?: ReadonlySet<string> } = {},
+  extra: {
+    /** The committer's token when the turn holds no claim. */
+    token?: string;
+    keyHash?: string;
+    fingerprint?: string;
+    lease?: { owner: string; allowCancel: boolean };
+    storedBlobs?: ReadonlySet<string>;
+  } = {},
 ): Promise<TurnResult> {
   const { canvas, head } = prepared;
+  const turn = claim?.turn ?? head.turn + 1;
   const state = canvas.serialize();
   const response = buildResponse({
     runId: head.id,
     workflowId: head.workflowId,
     version: head.version,
     status: state.status,
-    turn: claim.turn,
+    turn,
     terminal: canvas.isTerminal,
     waitingFor: canvas.prompt?.component_ids ?? [],
     timerArmed: state.status === 'waiting_for_input' && state.prompt?.due_at !== undefined,
@@ -345,7 +488,10 @@ export async function commitCanvas(
   await request.hooks?.beforeCommit?.();
   await commitTurn(engine.store, {
     head,
+    turn,
+    token: claim?.token ?? extra.token ?? randomBytes(16).toString('hex'),
     claim,
+    ...(prepared.unsaved ? { create: true } : {}),
     status: state.status,
     payload: {
       state: { ...state, history: [] } satisfies CanvasState,
@@ -353,8 +499,10 @@ export async function commitCanvas(
       response: body,
       history: [...canvas.lastTurnHistory],
     },
-    idempotencyKey: request.idempotencyKey ?? null,
+    keyHash: extra.keyHash ?? claim?.keyHash ?? null,
+    fingerprint: extra.fingerprint ?? claim?.fingerprint ?? null,
     ttlSeconds: ttlOf(engine),
+    ...(engine.listingRefreshMs !== undefined ? { listingRefreshMs: engine.listingRefreshMs } : {}),
     dueAt: state.status === 'waiting_for_input' ? (state.prompt?.due_at ?? null) : null,
     storedBlobs: extra.storedBlobs ?? prepared.loaded?.storedBlobs ?? new Set(),
     ...(extra.lease ? { lease: extra.lease } : {}),
@@ -362,39 +510,32 @@ export async function commitCanvas(
   return { body, response, replayed: false };
 }
 
-type KnownKey = { replay: TurnResult } | { running: { runId: string; turn: number } } | { replacing: string | null; sessionId?: string };
+type KnownKey = { replay: TurnResult } | { running: { runId: string; turn: number } } | { replacing: string | null };
 
 /**
- * What an Idempotency-Key already stands for: a committed turn (replay it), a request still
- * running (wait for it), or an attempt that died (take it over).
+ * What the key record of a continuing turn sent without `turn_number` stands for: a committed
+ * turn (replay it), a request still running (wait for it), or an attempt that died (take it over).
  */
-async function resolveKey(engine: TurnEngine, request: TurnRequest, fingerprint: string, wait: boolean, ownToken?: string): Promise<KnownKey> {
-  const key = request.idempotencyKey as string;
+async function resolveKey(engine: TurnEngine, request: TurnRequest, key: string, fingerprint: string, wait: boolean, ownToken?: string): Promise<KnownKey> {
   const deadline = now(engine) + (engine.idempotencyWaitMs ?? leaseOf(engine));
   for (let pause = 50; ; pause = Math.min(pause * 2, 500)) {
     const record = await getIdempotency(engine.store, request.tenant, key);
     if (!record) return { replacing: null };
     if (record.fingerprint !== fingerprint) throw new IdempotencyMismatchError();
     const turn = await getTurn(engine.store, request.tenant, record.sessionId, record.turn);
-    if (turn && turn.committedBy === record.token) {
-      return { replay: replayOf(turn) };
-    }
+    if (turn && turn.committedBy === record.token) return { replay: replayOf(turn) };
     const head = await getHead(engine.store, request.tenant, record.sessionId).catch((error: unknown) => {
       if (error instanceof NotFoundError) return null;
       throw error;
     });
     // our own earlier attempt (a redelivered message): the caller continues its claim
-    if (head && ownToken !== undefined && record.token === ownToken) return { replacing: record.token, ...(!request.runId ? { sessionId: record.sessionId } : {}) };
+    if (head && ownToken !== undefined && record.token === ownToken) return { replacing: record.token };
     const at = now(engine);
-    const running = head
-      ? head.claim?.token === record.token && head.claim.expiresAt > at
-      : record.turn === 1 && record.createdAt + leaseOf(engine) > at; // its run is being created
-    if (!running) {
-      // the attempt died (or lost its race): a first turn resumes on the run it created
-      return { replacing: record.token, ...(head && !request.runId ? { sessionId: record.sessionId } : {}) };
-    }
+    const running = head !== null && head.claim?.token === record.token && head.claim.expiresAt > at;
+    // the attempt died (or lost its race): take it over
+    if (!running) return { replacing: record.token };
     if (!wait) return { running: { runId: record.sessionId, turn: record.turn } };
-    if (at + pause > deadline) throw new TurnInProgressError(head?.turn ?? 0, head?.status ?? 'running');
+    if (at + pause > deadline) throw new TurnInProgressError(head.turn, head.status);
     await new Promise((resolve) => setTimeout(resolve, pause));
   }
 }
@@ -453,6 +594,16 @@ function normalizedRequest(request: TurnRequest): Record<string, unknown> {
 
 export function fingerprintOf(request: TurnRequest): string {
   return sha256(canonicalJson(normalizedRequest(request)));
+}
+
+/** An Idempotency-Key as stored: hashed with its tenant and principal, so keys of two principals never meet. */
+export function keyHashOf(request: Pick<TurnRequest, 'tenant' | 'principal' | 'idempotencyKey'>): string {
+  return sha256(`${request.tenant}\n${request.principal ?? ''}\n${request.idempotencyKey ?? ''}`).slice(0, 40);
+}
+
+/** The run id a keyed first turn gets: a function of the key, so every retry names the same run. */
+export function derivedRunId(keyHash: string): string {
+  return sha256(`easel-run:${keyHash}`).slice(0, 32);
 }
 
 const now = (engine: TurnEngine) => (engine.clock ?? Date.now)();

@@ -118,7 +118,7 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
     let outcome: AsyncTurnOutcome;
     let claim = message.claim && message.run_id ? { runId: message.run_id, token: message.claim.token, turn: message.claim.turn } : undefined;
     if (claim) {
-      outcome = await runAsyncTurn(deps.engine, { ...request, runId: claim.runId }, claim.token, options);
+      outcome = await runAsyncTurn(deps.engine, { ...request, runId: claim.runId }, claim, options);
     } else {
       const begun = await claimNextTurn(deps.engine, request, {
         leaseMs: deps.holdMs ?? DEFAULT_HOLD_MS,
@@ -131,7 +131,7 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
         outcome = { kind: 'committed', result: begun.replay };
       } else {
         claim = { runId: begun.prepared.head.id, token: begun.claim.token, turn: begun.claim.turn };
-        outcome = await runAsyncTurn(deps.engine, { ...begun.request, runId: claim.runId }, claim.token, {
+        outcome = await runAsyncTurn(deps.engine, { ...begun.request, runId: claim.runId }, claim, {
           ...options,
           claimed: { prepared: begun.prepared, fresh: begun.continued !== true },
         });

@@ -16,7 +16,7 @@ import {
   saveCheckpoint,
 } from '../../lib/store/checkpoints';
 import { CancelRequestedError, LeaseLostError, NotFoundError, TurnInProgressError } from '../../lib/store/errors';
-import { keys, SESSION_HEAD_SK } from '../../lib/store/item-keys';
+import { keys } from '../../lib/store/item-keys';
 import { claimTurn, commitTurn, createSession, getHead, getTurn, type SessionHead } from '../../lib/store/sessions';
 import { parseCursor, readTurnEvents } from '../../lib/turns/progress';
 import { newTenant, testEngine } from '../helpers/engine';
@@ -35,8 +35,8 @@ async function claimedRun(options: { async?: boolean } = {}): Promise<{ head: Se
     version: 1,
     userId: null,
     ttlSeconds: 3600,
-    claim: { token, expiresAt: Date.now() + LEASE_MS, ...(options.async === false ? {} : { async: true }) },
   });
+  head.claim = await claimTurn(store, head, token, LEASE_MS, options.async === false ? {} : { async: true });
   return { head, token };
 }
 
@@ -46,7 +46,7 @@ const leaseOf = (head: SessionHead, token: string, owner: string): Lease => ({ t
 async function expireLease(head: SessionHead): Promise<void> {
   await store.doc.send(new UpdateCommand({
     TableName: store.table,
-    Key: { pk: keys.session(head.tenant, head.id), sk: SESSION_HEAD_SK },
+    Key: { pk: keys.session(head.tenant, head.id), sk: keys.turn(1) },
     UpdateExpression: 'SET lease_expires = :past',
     ExpressionAttributeValues: { ':past': Date.now() - 1 },
   }));
@@ -65,10 +65,13 @@ const checkpoint = (label: string, events: unknown[], seq: number, from: number)
 function commitOf(head: SessionHead, token: string, lease: { owner: string; allowCancel: boolean }) {
   return {
     head,
+    turn: 1,
+    token,
     claim: { turn: 1, token, expiresAt: 0 },
     status: lease.allowCancel ? 'cancelled' : 'completed',
     payload: { state: {}, request: {}, response: '{"events":[]}', history: [] },
-    idempotencyKey: null,
+    keyHash: null,
+    fingerprint: null,
     ttlSeconds: 3600,
     dueAt: null,
     storedBlobs: new Set<string>(),
@@ -128,7 +131,7 @@ describe('the lease of an async turn', () => {
   it('a stop cannot flag a sync turn, and a run that is gone is not found', async () => {
     const { head, token } = await claimedRun({ async: false });
     expect(await requestCancel(store, head, token)).toBe(false);
-    await expect(acquireLease(store, { tenant: head.tenant, id: randomBytes(16).toString('hex'), token, owner: 'w' }, TIMES)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(acquireLease(store, { tenant: head.tenant, id: randomBytes(16).toString('hex'), turn: 1, token, owner: 'w' }, TIMES)).rejects.toBeInstanceOf(NotFoundError);
   });
 });
 

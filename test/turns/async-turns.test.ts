@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInProcessQueue } from '../../lib/local/in-process-queue';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
 import { requestCancel } from '../../lib/store/checkpoints';
-import { keys, SESSION_HEAD_SK } from '../../lib/store/item-keys';
+import { keys } from '../../lib/store/item-keys';
 import { getHead } from '../../lib/store/sessions';
 import { type Outcome, processBatch, type QueueDeps, type QueueMessage } from '../../lib/turns/queue';
 import { graph, llmStep, stepOf } from '../helpers/dsl-builder';
@@ -337,7 +337,8 @@ describe('async turns in the worker', () => {
           // the worker stalls here past its lease, as others see it; another takes the turn over
           await engine.store.doc.send(new UpdateCommand({
             TableName: engine.store.table,
-            Key: { pk: keys.session(api.tenant, runId), sk: SESSION_HEAD_SK },
+            // the claim of the turn in flight holds the lease, in the turn's slot
+            Key: { pk: keys.session(api.tenant, runId), sk: keys.turn(message.claim?.turn as number) },
             UpdateExpression: 'SET lease_expires = :past',
             ExpressionAttributeValues: { ':past': 0 },
           }));
@@ -369,7 +370,7 @@ describe('async turns in the worker', () => {
       // the claim's hold ran out while the message waited (no worker ever took it)
       await engine.store.doc.send(new UpdateCommand({
         TableName: engine.store.table,
-        Key: { pk: keys.session(api.tenant, runId), sk: SESSION_HEAD_SK },
+        Key: { pk: keys.session(api.tenant, runId), sk: keys.turn(1) },
         UpdateExpression: 'SET claim_expires = :past',
         ExpressionAttributeValues: { ':past': 0 },
       }));

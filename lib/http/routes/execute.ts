@@ -47,15 +47,19 @@ export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimit
       requireWorkflow(principal, id);
       const body = (c.req.valid('json') as z.output<typeof ExecuteBody> | undefined) ?? {};
       const { command, ...runInput } = body.run_input ?? {};
+      const idempotencyKey = c.req.valid('header')['idempotency-key'];
+      // on a key shared with a public page, a first turn's key is what tells one visitor's run from another's
+      if (idempotencyKey && !body.run_id && principal.scope !== 'admin') requireBearerStrength(idempotencyKey);
       const request: TurnRequest = {
         tenant: principal.tenant,
         workflowId: id,
+        principal: principal.keyId,
         ...(body.run_id ? { runId: body.run_id } : {}),
         ...(body.turn_number !== undefined ? { turnNumber: body.turn_number } : {}),
         ...(c.req.valid('query').version !== undefined ? { version: c.req.valid('query').version } : {}),
         ...(body.run_input ? { runInput } : {}),
         ...(command ? { command } : {}),
-        ...(c.req.valid('header')['idempotency-key'] ? { idempotencyKey: c.req.valid('header')['idempotency-key'] } : {}),
+        ...(idempotencyKey ? { idempotencyKey } : {}),
       };
       checkFieldSizes(body.run_input, deps.maxFieldBytes ?? 64 * 1024);
       if (/respond-async/i.test(c.req.header('prefer') ?? '')) {
@@ -116,6 +120,34 @@ function queueInput(request: TurnRequest): QueueMessage['run_input'] {
     ...(i.user_id ? { user_id: i.user_id } : {}),
     ...(request.command ? { command: request.command } : {}),
   };
+}
+
+/** The least a first turn's Idempotency-Key must carry on an execute key: it is a bearer secret there. */
+export const MIN_BEARER_KEY_BITS = 128;
+
+/**
+ * An estimate of the randomness in a key: its length times the bits of the alphabet it draws
+ * from (digits, lower case, upper case, `_.:-`), and at least 10 distinct characters. A UUID v4
+ * or 32 random hex characters pass; `retry-1` does not.
+ */
+export function bearerKeyBits(key: string): number {
+  if (new Set(key).size < 10) return 0;
+  // hex, with or without a UUID's dashes: 4 bits a digit
+  if (/^[0-9a-f-]+$/.test(key) || /^[0-9A-F-]+$/.test(key)) return key.replace(/-/g, '').length * 4;
+  const classes: [RegExp, number][] = [[/[0-9]/, 10], [/[a-z]/, 26], [/[A-Z]/, 26], [/[_.:-]/, 4]];
+  const alphabet = classes.reduce((n, [re, size]) => n + (re.test(key) ? size : 0), 0);
+  return Math.floor(key.length * Math.log2(alphabet));
+}
+
+function requireBearerStrength(key: string): void {
+  const bits = bearerKeyBits(key);
+  if (bits < MIN_BEARER_KEY_BITS) {
+    throw new HttpError(
+      'invalid_request',
+      `Idempotency-Key: a first turn sent with an execute key needs a key of at least ${MIN_BEARER_KEY_BITS} random bits (e.g. a UUID v4 or 32 random hex characters); this one carries about ${bits}`,
+      { field: 'Idempotency-Key' },
+    );
+  }
 }
 
 /** No single form value or query may be larger than `max` bytes. */
