@@ -53,6 +53,7 @@ export function buildDeps(config: EaselConfig, options: { logger?: Logger } = {}
       secret: (name) => config.secrets.values[name] ?? fetched.get(name),
     }),
     leaseMs: config.store.leaseMs,
+    listingRefreshMs: config.store.listingRefreshMs,
     sessionTtlSeconds: config.store.sessionTtlSeconds,
     stepBudgetTurn: config.stepBudgetTurn,
     stepBudgetRun: config.stepBudgetRun,
