@@ -8,7 +8,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { QueueMessage } from '../../lib/turns/queue';
 import { graph, llmStep, stepOf } from '../helpers/dsl-builder';
@@ -19,7 +19,9 @@ import { OpenAiServer } from '../llm/openai-server';
 
 const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
 const WORKER = fileURLToPath(new URL('../turns/async-worker.ts', import.meta.url));
-const LEASE_MS = 1500;
+// long enough that no lease runs out by itself while a test runs, however loaded the machine:
+// the test ends a dead worker's lease itself (expireLease), as the clock would
+const LEASE_MS = 60_000;
 
 const threeSteps = graph({
   begin: ['Begin', { mode: 'task' }, ['LLM:A']],
@@ -141,15 +143,29 @@ async function readTurn(runId: string, turn: number) {
   };
 }
 
+/** Claims of the run that hold a checkpoint (an async turn's checkpoint lives in its claim). */
 async function checkpointItems(runId: string): Promise<number> {
   const tenant = api.tenant;
   const { doc, tableName } = testTable();
   const out = await doc.send(new QueryCommand({
     TableName: tableName,
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
-    ExpressionAttributeValues: { ':pk': `T#${tenant}#S#${runId}`, ':p': 'P#' },
+    FilterExpression: 'kind = :claim AND attribute_exists(cs)',
+    ExpressionAttributeValues: { ':pk': `T#${tenant}#S#${runId}`, ':p': 'T#', ':claim': 'claim' },
   }));
   return out.Count ?? 0;
+}
+
+/** The time a dead worker's lease would take to run out, passed: its lease ends now. */
+async function expireLease(runId: string, turn = 1): Promise<void> {
+  const { doc, tableName } = testTable();
+  await doc.send(new UpdateCommand({
+    TableName: tableName,
+    Key: { pk: `T#${api.tenant}#S#${runId}`, sk: `T#${String(turn).padStart(8, '0')}` },
+    UpdateExpression: 'SET lease_expires = :past',
+    ConditionExpression: 'kind = :claim',
+    ExpressionAttributeValues: { ':past': 0, ':claim': 'claim' },
+  }));
 }
 
 describe('an async turn whose worker is killed mid-turn', () => {
@@ -173,7 +189,7 @@ describe('an async turn whose worker is killed mid-turn', () => {
     await early.exited;
     expect(model.calls - since).toBe(2);
 
-    await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 200));
+    await expireLease(runId);
     const second = startWorker(body, 3);
     expect(await second.waitFor(/^result /)).toBe('result {"batchItemFailures":[]}');
     expect(await second.exited).toBe(0);
@@ -200,11 +216,12 @@ describe('an async turn whose worker is killed mid-turn', () => {
     stallFirstB = true;
     const first = startWorker(body, 1);
     await first.waitFor(/^checkpoint 1$/);
-    for (let i = 0; i < 200 && callsByStep(since).B === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    // wait for the stalled call to reach the model (a condition, not a duration)
+    for (let i = 0; i < 3000 && callsByStep(since).B === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     await kill(first);
     expect(callsByStep(since)).toEqual({ A: { made: 1, answered: 1 }, B: { made: 1, answered: 0 } });
 
-    await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 200));
+    await expireLease(runId);
     const second = startWorker(body, 2);
     expect(await second.waitFor(/^result /)).toBe('result {"batchItemFailures":[]}');
     await second.exited;
@@ -227,7 +244,9 @@ describe('an async turn whose worker is killed mid-turn', () => {
     await kill(first);
     expect(callsByStep(since)).toEqual({ A: { made: 1, answered: 1 }, B: { made: 1, answered: 1 } });
 
-    await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 200));
+    // the run was made by the claim, before the turn ran
+    const listed = await api.call('GET', `/workflows/v1/workflow-runs?workflow_id=${workflowId}`);
+    await expireLease(listed.json.items[0].run_id as string);
     const second = startWorker(body, 2, { messageId });
     expect(await second.waitFor(/^result /)).toBe('result {"batchItemFailures":[]}');
     await second.exited;
