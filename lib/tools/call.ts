@@ -7,6 +7,7 @@
  */
 import { TransientError } from '../canvas/errors';
 import { isRecord } from '../canvas/references';
+import { OutboundError } from '../outbound/request';
 import { ToolError, ToolSuspendedError, ToolTimeoutError, ToolTransientError } from './errors';
 import type { ToolRegistry } from './registry';
 import type { JsonValue, Tool, ToolContext, ToolFailure, ToolOutcome, ToolResult, ToolSuspension } from './types';
@@ -83,9 +84,13 @@ function settle(outcome: unknown, tool = ''): SettledOutcome {
   }
 }
 
-/** Transient failures and suspensions are thrown; anything else becomes a permanent `ToolError`. */
+/**
+ * Transient failures (also an outbound request's timeout or refused connection) and
+ * suspensions are thrown; anything else becomes a permanent `ToolError`.
+ */
 function asToolError(error: unknown, tool: string): ToolError {
   if (error instanceof TransientError || error instanceof ToolSuspendedError) throw error;
+  if (error instanceof OutboundError && error.transient) throw new ToolTransientError(`tool "${tool}": ${error.message}`, { cause: error });
   if (error instanceof ToolError) return error;
   const message = error instanceof Error ? error.message : 'the tool failed';
   return new ToolError(message || `tool "${tool}" failed`, { cause: error });

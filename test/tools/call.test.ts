@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { TransientError } from '../../lib/canvas';
 import { isTransientStatus } from '../../lib/llm/errors';
+import { OutboundError } from '../../lib/outbound';
 import {
   callTool,
   createToolRegistry,
@@ -86,6 +87,16 @@ describe('callTool: classification', () => {
     ['a thrown TransientError of another module', () => Promise.reject(new TransientError('rate limited'))],
   ])('%s is transient: thrown, code unavailable', async (_, behave) => {
     await expect(callTool(probeTool(behave).tool, {}, context(), registry)).rejects.toMatchObject({ code: 'unavailable', message: 'rate limited' });
+  });
+
+  it('classifies outbound request failures by their own transient flag', async () => {
+    const timeout = new OutboundError('timeout', 'https://api.example: no answer', { transient: true });
+    await expect(callTool(probeTool(() => Promise.reject(timeout)).tool, {}, context(), registry)).rejects.toMatchObject({
+      code: 'unavailable',
+      message: 'tool "probe": https://api.example: no answer',
+    });
+    const invalid = new OutboundError('invalid_url', 'not a URL', { transient: false });
+    expect(await callTool(probeTool(() => Promise.reject(invalid)).tool, {}, context(), registry)).toMatchObject({ kind: 'error', error: { message: 'not a URL' } });
   });
 
   it('classifies HTTP statuses as the model providers do', () => {
