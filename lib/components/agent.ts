@@ -1,10 +1,10 @@
 /**
  * Agent: an LLM that may call tools, for up to `max_rounds` rounds of tool calls, then
  * answers. Its tools are the entries of its `tools` param: sub-Agents (each its own model,
- * prompt and tools; see lib/tools/sub-agent) and the kinds of the tool registry the Agent was
- * created with, looked up at run time in the run's services (lib/tools/registry). They are
- * called natively through the provider's function calling. Entries of other kinds and MCP
- * servers are refused when the DSL is loaded.
+ * prompt and tools; see lib/tools/sub-agent) and kinds of a tool registry (lib/tools/registry):
+ * the loader accepts the kinds of the registry the Agent was created with, and a run calls
+ * them through the registry in its services, else that one. Calls go natively through the
+ * provider's function calling. Entries of other kinds and MCP servers are refused at load.
  *
  * Every round's text reaches a downstream Message live; `use_tools` records each call made.
  */
