@@ -1,17 +1,23 @@
 /**
  * Agent: an LLM that may call tools, for up to `max_rounds` rounds of tool calls, then
- * answers. Tools are sub-Agents (each its own model, prompt and tools), called natively
- * through the provider's function calling with `user_prompt`, `reasoning` and `context`
- * arguments. Other RAGFlow tool kinds and MCP servers are refused when the DSL is loaded.
+ * answers. Its tools are the entries of its `tools` param: sub-Agents (each its own model,
+ * prompt and tools; see lib/tools/sub-agent) and kinds of a tool registry (lib/tools/registry):
+ * the loader accepts the kinds of the registry the Agent was created with, and a run calls
+ * them through the registry in its services, else that one. Calls go natively through the
+ * provider's function calling. Entries of other kinds and MCP servers are refused at load.
  *
  * Every round's text reaches a downstream Message live; `use_tools` records each call made.
  */
 import { z } from 'zod';
-import { type ComponentContext, defineComponent } from '../canvas/component';
-import { TransientError } from '../canvas/errors';
+import { type ComponentContext, type ComponentDefinition, defineComponent } from '../canvas/component';
 import { isRecord } from '../canvas/references';
 import { TextStream } from '../canvas/text-stream';
 import type { ChatMessage, ChatModel, ToolCall, ToolSpec } from '../llm/types';
+import { callTool } from '../tools/call';
+import { ToolSuspendedError, ToolUnavailableError } from '../tools/errors';
+import { builtinTools, type ToolEntry, type ToolRegistry } from '../tools/registry';
+import { subAgentTool } from '../tools/sub-agent';
+import type { Tool, ToolContext, ToolServices } from '../tools/types';
 import {
   DEFAULT_HISTORY_WINDOW,
   buildMessages,
@@ -21,22 +27,21 @@ import {
   structuredAnswer,
   structuredSchema,
 } from './llm-params';
-import { modelsOf } from './services';
+import { type ComponentServices, modelsOf, toolsOf } from './services';
 
 export const DEFAULT_MAX_ROUNDS = 5;
 /** Sub-agents within sub-agents, at most this deep. */
 export const MAX_AGENT_DEPTH = 3;
-export const SUPPORTED_TOOLS = ['Agent'] as const;
+/** The kind of a sub-Agent entry; every Agent provides it, whatever its registry. */
+export const SUB_AGENT_KIND = 'Agent';
 
-interface AgentParams extends z.output<typeof baseAgentShape> {
-  tools: ToolEntry[];
+export interface AgentParams extends z.output<typeof baseAgentShape> {
+  tools: AgentToolEntry[];
 }
 
-interface ToolEntry {
-  component_name: string;
-  name: string;
-  id?: string | null;
-  params: AgentParams;
+/** A tool entry; `params` is `AgentParams` for a sub-Agent, else what its kind's schema gave. */
+export interface AgentToolEntry extends ToolEntry {
+  readonly params: unknown;
 }
 
 const baseAgentShape = z.looseObject({
@@ -50,66 +55,96 @@ const baseAgentShape = z.looseObject({
     .refine((m) => !m || m.length === 0, 'MCP servers are not supported'),
 });
 
-const agentParams: z.ZodType<AgentParams> = baseAgentShape.extend({
-  tools: z
-    .array(
-      z.looseObject({
-        component_name: z.string(),
-        name: z.string().min(1).max(64),
-        id: z.string().nullish(),
-        params: z.preprocess((v) => v ?? {}, z.lazy(() => agentParams)),
-      }),
-    )
-    .nullish()
-    .transform((t) => t ?? [])
-    .superRefine((tools, issue) => {
-      const unsupported = [...new Set(tools.map((t) => t.component_name).filter((n) => !(SUPPORTED_TOOLS as readonly string[]).includes(n)))];
-      if (unsupported.length > 0) {
-        issue.addIssue({
-          code: 'custom',
-          message: `unsupported tool kinds: ${unsupported.join(', ')} (only sub-Agents are supported as tools)`,
-        });
-      }
-    }),
-}) as unknown as z.ZodType<AgentParams>;
+/** The params schema of an Agent whose tool entries may be sub-Agents or kinds of `tools`. */
+function agentParamsFor(tools: ToolRegistry): z.ZodType<AgentParams> {
+  const known = [SUB_AGENT_KIND, ...tools.kinds];
+  const self: z.ZodType<AgentParams> = baseAgentShape.extend({
+    tools: z
+      .array(
+        z.looseObject({
+          component_name: z.string(),
+          name: z.string().min(1).max(64),
+          id: z.string().nullish(),
+          params: z.unknown(),
+        }),
+      )
+      .nullish()
+      .transform((t) => t ?? [])
+      .superRefine((entries, issue) => {
+        const unsupported = [...new Set(entries.map((t) => t.component_name).filter((n) => !known.includes(n)))];
+        if (unsupported.length > 0) {
+          const supported = tools.kinds.length === 0 ? 'only sub-Agents are supported as tools' : `supported: ${known.join(', ')}`;
+          issue.addIssue({ code: 'custom', message: `unsupported tool kinds: ${unsupported.join(', ')} (${supported})` });
+        }
+      })
+      .transform((entries, issue) =>
+        entries.map((entry, i): AgentToolEntry => {
+          const schema = entry.component_name === SUB_AGENT_KIND ? self : tools.kind(entry.component_name)?.params;
+          if (!schema) return entry;
+          const parsed = schema.safeParse(entry.params ?? {});
+          if (parsed.success) return { ...entry, params: parsed.data };
+          for (const problem of parsed.error.issues) {
+            issue.issues.push({ code: 'custom', message: problem.message, input: entry.params, path: [i, 'params', ...problem.path] });
+          }
+          return entry;
+        }),
+      ),
+  }) as unknown as z.ZodType<AgentParams>;
+  return self;
+}
 
-export const agent = defineComponent({
-  name: 'Agent',
-  external: true,
-  params: agentParams,
-  defaultOutput: 'content',
-  historyWindow: (p) => agentWindow(p),
-  check(p) {
-    const depth = toolDepth(p);
-    return depth > MAX_AGENT_DEPTH
-      ? [{ field: 'obj.params.tools', message: `sub-agents nest ${depth} deep; at most ${MAX_AGENT_DEPTH} levels are allowed` }]
-      : [];
-  },
-  async invoke(p, ctx) {
-    const model = modelsOf(ctx).resolve(p.llm_id);
-    const schema = structuredSchema(p);
-    if (schema && p.tools.length === 0) {
-      const { text, structured } = await structuredAnswer(model, await buildMessages(p, ctx, [schemaInstructions(schema)]), p, ctx);
-      return { outputs: { content: text, structured } };
-    }
-    const messages = await buildMessages(p, ctx);
-    const trace: ToolTrace[] = [];
-    if (!schema && ctx.downstreamStreams && !ctx.handlesErrors) {
-      const stream = new TextStream(runRounds(model, messages, p, ctx, 0, trace));
-      return { outputs: { content: stream, use_tools: trace } };
-    }
-    let content = '';
-    for await (const delta of runRounds(model, messages, p, ctx, 0, trace)) content += delta;
-    if (!schema) return { outputs: { content, use_tools: trace } };
-    const { text, structured } = await structuredAnswer(
-      model,
-      [...messages, { role: 'assistant', content }, { role: 'user', content: schemaInstructions(schema) }],
-      p,
-      ctx,
-    );
-    return { outputs: { content: text, structured, use_tools: trace } };
-  },
-});
+function isSubAgent(entry: AgentToolEntry): entry is AgentToolEntry & ToolEntry<AgentParams> {
+  return entry.component_name === SUB_AGENT_KIND;
+}
+
+/**
+ * The Agent component for a tool registry: the loader accepts the entries of its kinds, and a
+ * run calls them through the registry in its services (`services({ tools })`), else this one.
+ */
+export function createAgent(tools: ToolRegistry = builtinTools): ComponentDefinition<AgentParams> {
+  return defineComponent({
+    name: 'Agent',
+    external: true,
+    params: agentParamsFor(tools),
+    defaultOutput: 'content',
+    historyWindow: (p) => agentWindow(p),
+    check(p) {
+      const depth = toolDepth(p);
+      return depth > MAX_AGENT_DEPTH
+        ? [{ field: 'obj.params.tools', message: `sub-agents nest ${depth} deep; at most ${MAX_AGENT_DEPTH} levels are allowed` }]
+        : [];
+    },
+    invoke: (p, ctx) => invokeAgent(p, ctx, toolsOf(ctx) ?? tools),
+  });
+}
+
+export const agent = createAgent();
+
+async function invokeAgent(p: AgentParams, ctx: ComponentContext, registry: ToolRegistry) {
+  const model = modelsOf(ctx).resolve(p.llm_id);
+  const schema = structuredSchema(p);
+  if (schema && p.tools.length === 0) {
+    const { text, structured } = await structuredAnswer(model, await buildMessages(p, ctx, [schemaInstructions(schema)]), p, ctx);
+    return { outputs: { content: text, structured } };
+  }
+  const messages = await buildMessages(p, ctx);
+  const trace: ToolTrace[] = [];
+  const rounds = (): Rounds => ({ ctx, registry, signal: ctx.signal, path: [], next: 0 });
+  if (!schema && ctx.downstreamStreams && !ctx.handlesErrors) {
+    const stream = new TextStream(runRounds(model, messages, p, rounds(), trace));
+    return { outputs: { content: stream, use_tools: trace } };
+  }
+  let content = '';
+  for await (const delta of runRounds(model, messages, p, rounds(), trace)) content += delta;
+  if (!schema) return { outputs: { content, use_tools: trace } };
+  const { text, structured } = await structuredAnswer(
+    model,
+    [...messages, { role: 'assistant', content }, { role: 'user', content: schemaInstructions(schema) }],
+    p,
+    ctx,
+  );
+  return { outputs: { content: text, structured, use_tools: trace } };
+}
 
 interface ToolTrace {
   name: string;
@@ -117,16 +152,27 @@ interface ToolTrace {
   result: string;
 }
 
+/** One level of the tool loop: the Agent's own, or a sub-Agent's inside one call. */
+interface Rounds {
+  readonly ctx: ComponentContext;
+  readonly registry: ToolRegistry;
+  /** The turn's signal for the Agent's own rounds; the call's (with its timeout) for a sub-Agent. */
+  readonly signal: AbortSignal;
+  /** Ordinals of the sub-Agent calls this level runs in. */
+  readonly path: readonly number[];
+  /** The ordinal of the next call made at this level. */
+  next: number;
+}
+
 /** The tool loop; yields the text of every round as it arrives. */
 async function* runRounds(
   model: ChatModel,
   start: ChatMessage[],
   p: AgentParams,
-  ctx: ComponentContext,
-  depth: number,
+  rounds: Rounds,
   trace: ToolTrace[],
 ): AsyncGenerator<string, void, undefined> {
-  const tools = toolSpecs(p.tools);
+  const tools = bindTools(p.tools, rounds);
   const messages = [...start];
   for (let round = 0; ; round++) {
     const last = round >= p.max_rounds || tools.length === 0;
@@ -135,19 +181,21 @@ async function* runRounds(
     }
     let text = '';
     const calls: ToolCall[] = [];
-    for await (const event of model.chat({ messages, ...(last ? {} : { tools: tools.map((t) => t.spec) }), ...samplingOptions(p), signal: ctx.signal })) {
+    for await (const event of model.chat({ messages, ...(last ? {} : { tools: tools.map((t) => t.spec) }), ...samplingOptions(p), signal: rounds.signal })) {
       if (event.type === 'text') {
         text += event.text;
         yield event.text;
       } else if (event.type === 'tool_call') {
         calls.push(event.call);
       } else {
-        ctx.recordUsage(event.usage);
+        rounds.ctx.recordUsage(event.usage);
       }
     }
     if (last || calls.length === 0) return;
     messages.push({ role: 'assistant', content: text, tool_calls: calls });
-    const results = await Promise.all(calls.map((call) => callTool(call, tools, ctx, depth)));
+    const first = rounds.next;
+    rounds.next += calls.length;
+    const results = await Promise.all(calls.map((call, i) => callOne(call, tools, rounds, first + i)));
     calls.forEach((call, i) => {
       const result = results[i] as string;
       trace.push({ name: call.name, arguments: parseArguments(call.arguments) ?? call.arguments, result });
@@ -158,51 +206,62 @@ async function* runRounds(
 
 interface BoundTool {
   spec: ToolSpec;
-  entry: ToolEntry;
+  tool: Tool;
 }
 
-function toolSpecs(tools: readonly ToolEntry[]): BoundTool[] {
-  return tools.map((entry, i) => ({
-    entry,
-    spec: {
-      name: `${entry.name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 56)}_${i}`,
-      description: entry.params.description || `An assistant for a specific task: ${entry.name}.`,
-      parameters: {
-        type: 'object',
-        properties: {
-          user_prompt: { type: 'string', description: entry.params.user_prompt || 'The request to send to this assistant.' },
-          reasoning: { type: 'string', description: 'Why this assistant is called and what is expected of it.' },
-          context: { type: 'string', description: 'Everything it needs to know: background, facts found so far, decisions.' },
-        },
-        required: ['user_prompt'],
+/** The tools of one level, named for the model as RAGFlow does: `<name>_<index>`. */
+function bindTools(entries: readonly AgentToolEntry[], rounds: Rounds): BoundTool[] {
+  return entries.map((entry, i) => {
+    const tool = isSubAgent(entry) ? subAgentTool(entry, subAgentHost(rounds)) : createTool(entry, rounds.registry);
+    return {
+      tool,
+      spec: {
+        name: `${tool.name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 56)}_${i}`,
+        description: tool.description,
+        parameters: tool.parameters,
       },
-    },
-  }));
+    };
+  });
 }
 
-/** Runs one sub-agent. Its workflow errors go back to the calling model as the result. */
-async function callTool(call: ToolCall, tools: readonly BoundTool[], ctx: ComponentContext, depth: number): Promise<string> {
-  const tool = tools.find((t) => t.spec.name === call.name);
-  if (!tool) return `error: there is no tool named ${call.name}`;
+function createTool(entry: AgentToolEntry, registry: ToolRegistry): Tool {
+  const kind = registry.kind(entry.component_name);
+  if (!kind) throw new ToolUnavailableError(entry.component_name);
+  return kind.create(entry);
+}
+
+/** A sub-Agent runs this same loop, one level down, under its call's signal. */
+function subAgentHost(rounds: Rounds) {
+  return {
+    component: rounds.ctx,
+    rounds: (model: ChatModel, messages: ChatMessage[], params: AgentParams, call: ToolContext) =>
+      runRounds(model, messages, params, { ctx: rounds.ctx, registry: rounds.registry, signal: call.signal, path: [...call.path, call.ordinal], next: 0 }, []),
+  };
+}
+
+/**
+ * One call, its answer as the text for the model. Permanent failures go back to the model as
+ * `error: ...` (RAGFlow hands a tool's exception to the model the same way); transient ones
+ * fail the turn; a suspension fails the Agent, since it cannot wait for a person yet.
+ */
+async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Rounds, ordinal: number): Promise<string> {
+  const bound = tools.find((t) => t.spec.name === call.name);
+  if (!bound) return `error: there is no tool named ${call.name}`;
   const args = parseArguments(call.arguments);
   if (!args) return 'error: the arguments are not a JSON object';
-  const sub = tool.entry.params;
-  const blocks = [
-    typeof args.reasoning === 'string' && args.reasoning ? `REASONING:\n${args.reasoning}` : '',
-    typeof args.context === 'string' && args.context ? `CONTEXT:\n${args.context}` : '',
-    `QUERY:\n${typeof args.user_prompt === 'string' ? args.user_prompt : ''}`,
-  ].filter(Boolean);
-  try {
-    const model = modelsOf(ctx).resolve(sub.llm_id);
-    const messages = await buildMessages({ ...sub, prompts: [] }, ctx);
-    messages.push({ role: 'user', content: blocks.join('\n\n') });
-    let answer = '';
-    for await (const delta of runRounds(model, messages, sub, ctx, depth + 1, [])) answer += delta;
-    return answer;
-  } catch (error) {
-    if (error instanceof TransientError) throw error;
-    return `error: ${error instanceof Error ? error.message : 'the tool failed'}`;
-  }
+  const services: ToolServices = rounds.ctx.services as ComponentServices;
+  const ctx: ToolContext = {
+    signal: rounds.signal,
+    services,
+    componentId: rounds.ctx.componentId,
+    ordinal,
+    path: rounds.path,
+    recordUsage: (usage) => rounds.ctx.recordUsage(usage),
+  };
+  const outcome = await callTool(bound.tool, args, ctx, rounds.registry, call.name);
+  if (outcome.kind === 'result') return outcome.content;
+  if (outcome.kind === 'error') return `error: ${outcome.error.message}`;
+  throw new ToolSuspendedError(call.name, outcome.prompt);
 }
 
 function parseArguments(text: string): Record<string, unknown> | undefined {
@@ -215,9 +274,9 @@ function parseArguments(text: string): Record<string, unknown> | undefined {
 }
 
 function agentWindow(p: AgentParams): number {
-  return Math.max(p.message_history_window_size ?? DEFAULT_HISTORY_WINDOW, ...p.tools.map((t) => agentWindow(t.params)));
+  return Math.max(p.message_history_window_size ?? DEFAULT_HISTORY_WINDOW, ...p.tools.filter(isSubAgent).map((t) => agentWindow(t.params)));
 }
 
 function toolDepth(p: AgentParams): number {
-  return p.tools.length === 0 ? 0 : 1 + Math.max(...p.tools.map((t) => toolDepth(t.params)));
+  return p.tools.length === 0 ? 0 : 1 + Math.max(0, ...p.tools.filter(isSubAgent).map((t) => toolDepth(t.params)));
 }

@@ -1,0 +1,6 @@
+/** The tool interface: what a tool is, how calls run, and the registry Agents take tools from. */
+export * from './call';
+export * from './errors';
+export * from './registry';
+export { SUB_AGENT_TIMEOUT_MS, subAgentTool, type SubAgentHost } from './sub-agent';
+export * from './types';

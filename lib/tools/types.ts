@@ -1,0 +1,92 @@
+/**
+ * The one interface every tool an Agent can call implements: sub-Agents today; retrieval,
+ * built-in web and data tools, MCP and tool approvals later. A tool describes itself to the
+ * model (name, description, JSON-schema parameters) and answers a call with an outcome:
+ * a result, a typed error, or a suspension (a person must decide before it can go on).
+ *
+ * ```ts
+ * const clock: Tool = {
+ *   name: 'clock',
+ *   description: 'The current time in UTC, as ISO 8601.',
+ *   parameters: { type: 'object', properties: {} },
+ *   timeoutMs: 1000,
+ *   async invoke() {
+ *     return { kind: 'result', content: new Date().toISOString() };
+ *   },
+ * };
+ * ```
+ */
+import type { TokenUsage } from '../canvas/component';
+import type { ModelResolver } from '../llm/models';
+import type { SsrfGuard } from '../outbound/ssrf';
+import type { ToolError, ToolTransientError } from './errors';
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** The tool did its work; `content` goes back to the model, `data` is for the run (traces, references). */
+export interface ToolResult {
+  kind: 'result';
+  content: string;
+  data?: unknown;
+}
+
+/**
+ * The tool cannot go on before a person decides (an approval). `state` is what the tool needs
+ * to continue later and is stored with the run, so it must survive JSON; `prompt` is what the
+ * person is asked. An Agent does not resume suspensions yet: it fails with `tool_suspended`.
+ */
+export interface ToolSuspension {
+  kind: 'suspend';
+  state: JsonValue;
+  prompt: string;
+}
+
+/**
+ * The tool failed. Returning this is the same as throwing `error`: a `ToolTransientError`
+ * (or any `TransientError`) fails the turn as `unavailable`, anything else is told to the model.
+ */
+export interface ToolFailure {
+  kind: 'error';
+  error: ToolError | ToolTransientError;
+}
+
+export type ToolOutcome = ToolResult | ToolSuspension | ToolFailure;
+
+/** What a tool may use of the run's services; the host may leave any of them out. */
+export interface ToolServices {
+  readonly models?: ModelResolver;
+  /** The outbound HTTP guard: every URL a tenant supplies goes through it. */
+  readonly guard?: SsrfGuard;
+  /** Secret values by name (`{secret.NAME}`), resolved at call time, never logged. */
+  readonly secret?: (name: string) => string | undefined;
+}
+
+/** What a tool sees of the run during one call. Small on purpose. */
+export interface ToolContext {
+  /** Aborted when the call times out or the turn is cancelled; pass it to every request. */
+  readonly signal: AbortSignal;
+  readonly services: ToolServices;
+  /** The Agent component in the workflow that made the call. */
+  readonly componentId: string;
+  /**
+   * The call's position among the calls this Agent made in this invocation (0, 1, ...), in
+   * the order the model asked for them; with `path`, it names the call deterministically.
+   */
+  readonly ordinal: number;
+  /** Ordinals of the sub-Agent calls this call is nested in; empty for the Agent's own calls. */
+  readonly path: readonly number[];
+  /** Counts model tokens towards the turn, for tools that call a model. */
+  recordUsage(usage: TokenUsage): void;
+}
+
+export interface Tool {
+  /** Shown to the model (the Agent adds `_<index>` to keep names unique); letters, digits, `_`, `-`. */
+  readonly name: string;
+  readonly description: string;
+  /** JSON Schema of the arguments object the model writes. */
+  readonly parameters: Record<string, unknown>;
+  /** How long one call may take, in ms. @default the registry's `defaultTimeoutMs` */
+  readonly timeoutMs?: number;
+  /** `args` is the JSON object the model wrote (not validated against `parameters`). */
+  invoke(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutcome>;
+}
