@@ -1,7 +1,8 @@
 /**
  * Crash safety: a turn that dies at any point — after claiming, after any component, before
  * the commit, or when the commit itself fails — leaves the run exactly at the previous turn;
- * once the claim's lease expires, a retry completes the turn.
+ * once the claim's lease expires, a retry completes the turn. Time is the test's own clock
+ * (engine and store), moved past the lease instead of slept through.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TurnInProgressError } from '../../lib/store/errors';
@@ -58,8 +59,9 @@ const points: Point[] = [
 describe('crash injection', () => {
   it.each(points)('a turn killed $name leaves the run at the previous turn; a retry completes after the lease', async ({ hooks }) => {
     const tenant = newTenant();
-    const store = testStore();
-    const engine = testEngine({ openaiUrl: server.url, leaseMs: LEASE_MS, store });
+    let now = Date.now();
+    const store = { ...testStore(), now: () => now };
+    const engine = { ...testEngine({ openaiUrl: server.url, leaseMs: LEASE_MS, store }), clock: () => now };
     const workflowId = await newWorkflow(engine, tenant, fixture('form-then-llm'));
     const first = await executeTurn(engine, { tenant, workflowId, runInput: { query: 'story' } });
     const runId = first.response.run_id;
@@ -82,7 +84,7 @@ describe('crash injection', () => {
       await expect(executeTurn(engine, { tenant, workflowId, runId, turnNumber: 1, runInput: { inputs: { topic: 'moon' } } })).rejects.toBeInstanceOf(TurnInProgressError);
     }
     // ...until its lease expires; the retry with the same key then completes the turn
-    await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 50));
+    now += LEASE_MS + 50;
     const retry = await executeTurn(engine, { tenant, workflowId, runId, turnNumber: 1, runInput: { inputs: { topic: 'moon' } }, idempotencyKey: 'k1' });
     expect(retry.response).toMatchObject({ turn_number: 2, status: 'completed', outputs: { content: 'about Topic: moon' } });
     expect((await listTurns(testStore(), tenant, runId, 0, 10)).turns.map((t) => t.turn)).toEqual([1, 2]);
