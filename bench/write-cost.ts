@@ -99,7 +99,9 @@ function meter(doc: DynamoDBDocumentClient, side: DynamoDBDocumentClient, table:
   (doc as unknown as { send: typeof original }).send = async (command: unknown) => {
     const name = (command as object).constructor.name;
     const input = (command as { input: any }).input;
-    const before = name === 'UpdateCommand' ? await read(input.Key) : undefined;
+    // a write is charged on the larger of the item before and after it (a Put may replace a claim)
+    const before = name === 'UpdateCommand' || name === 'DeleteCommand' ? await read(input.Key)
+      : name === 'PutCommand' ? await read({ pk: input.Item.pk, sk: input.Item.sk }) : undefined;
     const out = await original(command);
     const m = current;
     m.roundTrips++;
@@ -109,8 +111,24 @@ function meter(doc: DynamoDBDocumentClient, side: DynamoDBDocumentClient, table:
     switch (name) {
       case 'PutCommand': {
         m.wcuReported += units;
-        m.wcuFromSizes += kb(itemSize(input.Item)) + indexUnits(undefined, input.Item);
+        m.wcuFromSizes += kb(Math.max(itemSize(input.Item), before ? itemSize(before) : 0)) + indexUnits(before, input.Item);
         m.bytesWritten += itemSize(input.Item);
+        break;
+      }
+      case 'DeleteCommand': {
+        m.wcuReported += units;
+        m.wcuFromSizes += before ? kb(itemSize(before)) + indexUnits(before, undefined) : 1;
+        break;
+      }
+      case 'TransactWriteCommand': {
+        // a transaction is charged twice the size of each item it writes
+        m.wcuReported += units;
+        for (const t of input.TransactItems as { Put?: { Item: Record<string, unknown> } }[]) {
+          if (t.Put) {
+            m.wcuFromSizes += 2 * kb(itemSize(t.Put.Item)) + indexUnits(undefined, t.Put.Item);
+            m.bytesWritten += itemSize(t.Put.Item);
+          }
+        }
         break;
       }
       case 'UpdateCommand': {
@@ -214,7 +232,8 @@ export async function writeCost(db: Database, options: WriteCostOptions): Promis
   for (let t = 1; t <= options.keyedTurns; t++) {
     usage.take();
     const result = await executeTurn(engine, {
-      tenant, workflowId, ...(keyedRun ? { runId: keyedRun } : {}), runInput: turnInput(t), idempotencyKey: `bench-${randomBytes(8).toString('hex')}`,
+      // as a client following the protocol sends it: with turn_number, so the key travels in the turn
+      tenant, workflowId, principal: 'bench-key', ...(keyedRun ? { runId: keyedRun, turnNumber: t - 1 } : {}), runInput: turnInput(t), idempotencyKey: `bench-${randomBytes(16).toString('hex')}`,
     });
     keyedRun = result.response.run_id;
     if (t > 1) keyed.push(usage.take());

@@ -5,12 +5,12 @@ import { type Resolver, SsrfGuard } from '../../lib/outbound/ssrf';
 export const TEST_API_KEY = 'sk-easel-test-KEY-never-shown-0451';
 
 /** Services for a run: models from a local OpenAI-compatible server (or echo), loopback allowed. */
-export function testServices(options: { openaiUrl?: string; defaultModel?: string; models?: Record<string, string>; allow?: string[]; resolve?: Resolver; secrets?: Record<string, string> } = {}) {
+export function testServices(options: { openaiUrl?: string; defaultModel?: string; models?: Record<string, string>; allow?: string[]; resolve?: Resolver; secrets?: Record<string, string>; timeoutMs?: number } = {}) {
   const settings: LlmSettings = {
     ...(options.openaiUrl ? { openai: { baseUrl: options.openaiUrl, apiKey: TEST_API_KEY } } : {}),
     defaultModel: options.defaultModel ?? (options.openaiUrl ? 'openai:test-default' : 'echo'),
     models: options.models ?? {},
-    timeoutMs: 2000,
+    timeoutMs: options.timeoutMs ?? 2000,
     retry: { ...DEFAULT_RETRY, baseDelayMs: 5, maxDelayMs: 20 },
   };
   return services({

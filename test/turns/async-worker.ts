@@ -2,7 +2,8 @@
  * A queue worker in a process of its own, for the crash tests: it hands one SQS record to the
  * real batch handler and prints what happens. `pauseAfterCheckpoint: n` makes it print
  * `checkpoint n` once that checkpoint is written and then hang there (the test kills it).
- * Nothing is shared with other workers but the table.
+ * Nothing is shared with other workers but the table. Model calls time out after a minute, not
+ * the suites' 2 s: on a loaded machine a slow answer must not be taken for a lost one and made again.
  */
 import { builtinComponents } from '../../lib/components';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
@@ -22,7 +23,7 @@ const args = JSON.parse(process.argv[2] ?? '{}') as {
   pauseAfterCheckpoint?: number;
 };
 const { doc } = createDynamoClients({ endpoint: args.endpoint });
-const engine = { store: { doc, table: args.table }, registry: builtinComponents, services: testServices({ openaiUrl: args.openaiUrl }), leaseMs: args.leaseMs };
+const engine = { store: { doc, table: args.table }, registry: builtinComponents, services: testServices({ openaiUrl: args.openaiUrl, timeoutMs: 60_000 }), leaseMs: args.leaseMs };
 const record = sqsRecord(args.body, args.messageId, args.receiveCount);
 const result = await processBatch(
   { engine, guard: new SsrfGuard({ allow: ['127.0.0.1'] }), log: (message, fields) => process.stdout.write(`log ${JSON.stringify({ message, ...fields })}\n`) },
