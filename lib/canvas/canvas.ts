@@ -13,10 +13,11 @@
  *   for await (const e of canvas.run({ query: 'hi' })) console.log(e.event);
  *   await store.save(canvas.serialize()); // after the run ended: paused or finished
  */
+import { EaselError } from '../errors';
 import { type CanvasCore, elapsedInPass, emptyUsage, seconds, type TurnUsage } from './canvas-core';
 import { appendHistory, nodeState, type RunScope } from './context';
 import type { Workflow } from './dsl';
-import { EaselError, NotWaitingForInputError, RunFinishedError } from './errors';
+import { NotWaitingForInputError, RunFinishedError } from './errors';
 import { type CanvasEvent, event } from './events';
 import { applySubmission, arrive, fields, formState, mergeValues, normalize } from './form-state';
 import type { FormField } from './forms';

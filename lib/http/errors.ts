@@ -2,7 +2,8 @@
  * One mapping from error codes to HTTP statuses, and the error body `{code, error, ...}`.
  * Anything unknown is logged by the caller and answered 500 without details.
  */
-import { DslValidationError, EaselError, InvalidInputsError } from '../canvas/errors';
+import { DslValidationError, InvalidInputsError } from '../canvas/errors';
+import { EaselError, type ErrorCode } from '../errors';
 import { TurnConflictError, TurnInProgressError } from '../store/errors';
 
 export const STATUS_BY_CODE: Readonly<Record<string, number>> = {
@@ -22,7 +23,7 @@ export const STATUS_BY_CODE: Readonly<Record<string, number>> = {
 };
 
 export interface ErrorBody {
-  code: string;
+  code: ErrorCode;
   error: string;
   [extra: string]: unknown;
 }
@@ -30,7 +31,7 @@ export interface ErrorBody {
 /** An error answered as it is (auth, validation of the HTTP request itself). */
 export class HttpError extends EaselError {
   constructor(
-    code: string,
+    code: ErrorCode,
     message: string,
     readonly extra: Record<string, unknown> = {},
   ) {

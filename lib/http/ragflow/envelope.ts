@@ -4,8 +4,8 @@
  * ownership), 109 authentication. Errors of the engine and the store map onto them once, here.
  */
 import type { Context } from 'hono';
-import { EaselError } from '../../canvas/errors';
 import { isRecord } from '../../canvas/references';
+import { EaselError } from '../../errors';
 import { errorResponse } from '../errors';
 
 export const RAGFLOW = { ok: 0, exception: 100, argument: 101, data: 102, operation: 103, auth: 109 } as const;
