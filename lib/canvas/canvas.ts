@@ -4,42 +4,31 @@
  * or ends; `serialize()` returns the whole state as JSON and `Canvas.restore()` continues it in
  * another process with the same result as if it had never stopped.
  *
- * Scheduling: the frontier (scheduled nodes) runs in batches. A node waits while another
- * scheduled node can still reach it, so a join runs once, after all its live branches. The
- * components of a batch run concurrently; their events are emitted in frontier order.
+ * This file is the public shell: options, the turn's entry points and the run's lifecycle.
+ * The batches of a turn are scheduled in turn-loop.ts, forms in form-state.ts, and the ends
+ * of a turn (pause, finish, failure, abort) in turn-ends.ts.
  *
  * @example
  *   const canvas = Canvas.create(compileWorkflow(dsl, builtinComponents));
  *   for await (const e of canvas.run({ query: 'hi' })) console.log(e.event);
  *   await store.save(canvas.serialize()); // after the run ended: paused or finished
  */
-import type { Outputs } from './component';
-import { appendHistory, NodeContext, nodeState, type RunScope } from './context';
+import { EaselError } from '../errors';
+import { type CanvasCore, elapsedInPass, emptyUsage, seconds, type TurnUsage } from './canvas-core';
+import { appendHistory, nodeState, type RunScope } from './context';
 import type { Workflow } from './dsl';
-import {
-  EaselError,
-  InvalidInputsError,
-  type InputProblem,
-  InvalidRunInputError,
-  NotWaitingForInputError,
-  RunFinishedError,
-  TransientError,
-} from './errors';
-import { EventQueue } from './event-queue';
-import { type CanvasEvent, event, type FieldView } from './events';
-import { fieldSatisfied, type FormField, isEmptyValue, normalizeFieldValue } from './forms';
+import { NotWaitingForInputError, RunFinishedError } from './errors';
+import { type CanvasEvent, event } from './events';
+import { applySubmission, arrive, fields, formState, mergeValues, normalize } from './form-state';
+import type { FormField } from './forms';
 import { isRecord } from './references';
-import {
-  type CanvasState,
-  dict,
-  type FormState,
-  type HistoryEntry,
-  type PendingPrompt,
-  readState,
-  type RunStatus,
-  STATE_VERSION,
-} from './state';
-import { TextStream } from './text-stream';
+import { NEVER_ABORTED, parseRunInput, type RunInput } from './run-input';
+import { type CanvasState, dict, type HistoryEntry, type PendingPrompt, readState, type RunStatus, STATE_VERSION } from './state';
+import { drive, type TurnCheckpoint, type TurnControl } from './turn-loop';
+
+export type { TurnUsage } from './canvas-core';
+export type { RunInput } from './run-input';
+export type { BatchInfo, TurnCheckpoint, TurnControl } from './turn-loop';
 
 export interface CanvasOptions {
   /** Epoch milliseconds. @default Date.now */
@@ -60,118 +49,36 @@ export const DEFAULT_STEP_BUDGET_TURN = 1000;
 export const DEFAULT_STEP_BUDGET_RUN = 10_000;
 export const DEFAULT_HISTORY_LIMIT = 100;
 
-/** One turn's request to the engine. Every field is optional. */
-export interface RunInput {
-  query?: string | null;
-  /** Values for the pending form (or Begin's fields on the first turn), raw or `{type, value}`. */
-  inputs?: Record<string, unknown> | null;
-  files?: unknown[] | null;
-  user_id?: string | null;
-  /** Aborting cancels the run between batches (status `cancelled`). */
-  signal?: AbortSignal;
-  /** `timeout`: the waiting forms' timer fired; they take their timeout branch. */
-  command?: 'timeout' | null;
-}
-
-interface ParsedInput {
-  timeout: boolean;
-  query: string | undefined;
-  inputs: Record<string, unknown> | undefined;
-  files: unknown[] | undefined;
-  userId: string | undefined;
-  signal: AbortSignal;
-}
-
-/** Normalised submission: per form node, the values of its own fields. */
-type Submission = Map<string, Record<string, unknown>>;
-
-type NodeOutcome =
-  | { kind: 'ok'; outputs?: Outputs; next?: readonly string[]; enterScope?: boolean; exitScope?: boolean }
-  | { kind: 'error'; message: string }
-  | { kind: 'transient'; error: TransientError };
-
-interface Failure {
-  componentId: string;
-  message: string;
-}
-
-interface TurnCounters {
-  steps: number;
-}
-
-/**
- * A turn stopped between two batches, complete enough for another process to finish it:
- * `Canvas.restore(workflow, checkpoint.state)` then `continueTurn(checkpoint)`. Streams are
- * read to their end first, so it is plain JSON.
- */
-export interface TurnCheckpoint {
-  state: CanvasState;
-  /** Component invocations this turn has made so far (the turn's step budget goes on). */
-  steps: number;
-  usage: TurnUsage;
-  /** Conversation entries the turn has added so far. */
-  history: HistoryEntry[];
-}
-
-/** The batch that just ran, as `afterBatch` is told of it. */
-export interface BatchInfo {
-  /** The components it ran. */
-  ran: readonly string[];
-  /** One of them reaches outside the run (a model, an HTTP call): its work is worth keeping. */
-  external: boolean;
-}
-
-/** How a long turn is steered from outside: checkpoints, a cancel flag, a deadline. */
-export interface TurnControl {
-  /**
-   * Called between batches while the turn goes on; the engine waits for it, so the checkpoint
-   * may be written as it is. `suspend` ends the turn here, unfinished (see `isSuspended`).
-   */
-  afterBatch?(checkpoint: TurnCheckpoint, batch: BatchInfo): Promise<'continue' | 'suspend'> | 'continue' | 'suspend';
-  /** Checked before every batch: true ends the turn as `cancelled` (a stop flag). */
-  cancelled?(): boolean;
-  /**
-   * Awaited before each batch runs, told whether it reaches outside the run: where the turn
-   * layer claims the turn before the first side effect. A throw ends the turn (nothing is saved).
-   */
-  beforeBatch?(batch: BatchInfo): Promise<void> | void;
-}
-
-const NEVER_ABORTED = new AbortController().signal;
-const NO_VALUES: Readonly<Record<string, unknown>> = Object.freeze({});
-
 export class Canvas {
-  private state: CanvasState;
-  private readonly clock: () => number;
-  private readonly budgetTurn: number;
-  private readonly budgetRun: number;
+  /** The state and the turn's bookkeeping, shared with the turn loop, forms and ends of a turn. */
+  private readonly core: CanvasCore;
   private readonly historyLimit: number;
   private readonly seed: number | undefined;
   private readonly services: Readonly<Record<string, unknown>>;
   private active = false;
-  private usage: TurnUsage = emptyUsage();
-  private turnHistory: HistoryEntry[] = [];
-  /** A re-asked form keeps the deadline it was first asked with (until anything runs). */
-  private previousDue: number | undefined;
   /** Set when a turn did not reach its end (a transient error, an abandoned generator). */
   private broken = false;
-  /** Nodes whose `node_finished` waits for their streamed outputs to be read. */
-  private deferred: { id: string; startedAt: number }[] = [];
-  /** The last turn ended at a checkpoint, unfinished. */
-  private suspended = false;
 
   private constructor(
     readonly workflow: Workflow,
     state: CanvasState | undefined,
     options: CanvasOptions,
   ) {
-    this.clock = options.clock ?? Date.now;
-    this.budgetTurn = positive(options.stepBudgetTurn, DEFAULT_STEP_BUDGET_TURN);
-    this.budgetRun = positive(options.stepBudgetRun, DEFAULT_STEP_BUDGET_RUN);
     this.historyLimit = positive(options.historyLimit, DEFAULT_HISTORY_LIMIT);
     this.seed = options.seed;
     this.services = options.services ?? {};
-    this.state = state ?? this.freshState();
+    this.core = {
+      workflow,
+      state: state ?? this.freshState(),
+      clock: options.clock ?? Date.now,
+      budgetTurn: positive(options.stepBudgetTurn, DEFAULT_STEP_BUDGET_TURN),
+      budgetRun: positive(options.stepBudgetRun, DEFAULT_STEP_BUDGET_RUN),
+      usage: emptyUsage(),
+      turnHistory: [],
+      previousDue: undefined,
+      deferred: [],
+      suspended: false,
+    };
   }
 
   /** A new run of `workflow`, reset and `not_started`. */
@@ -193,27 +100,27 @@ export class Canvas {
   /** Back to `not_started`: no history, no outputs, globals and variables at their defaults. */
   reset(): void {
     this.assertIdle();
-    this.state = this.freshState();
+    this.core.state = this.freshState();
     this.broken = false;
-    this.deferred = [];
+    this.core.deferred = [];
   }
 
   get status(): RunStatus {
-    return this.state.status;
+    return this.core.state.status;
   }
 
   get frontier(): readonly string[] {
-    return this.state.frontier;
+    return this.core.state.frontier;
   }
 
   /** What the run waits for while `waiting_for_input`: the fields still needed and the tips. */
   get prompt(): PendingPrompt | null {
-    return this.state.prompt;
+    return this.core.state.prompt;
   }
 
   /** Model tokens spent by the last turn. */
   get lastTurnUsage(): TurnUsage {
-    return { ...this.usage };
+    return { ...this.core.usage };
   }
 
   get mode(): 'conversational' | 'task' {
@@ -228,7 +135,7 @@ export class Canvas {
 
   /** The run accepts no further turn. */
   get isTerminal(): boolean {
-    const s = this.state.status;
+    const s = this.core.state.status;
     if (s === 'cancelled' || s === 'aborted_looping_risk') return true;
     return (s === 'completed' || s === 'failed') && this.mode === 'task';
   }
@@ -236,7 +143,7 @@ export class Canvas {
   /** The state as JSON-ready data. Valid between turns only. */
   serialize(): CanvasState {
     this.assertIdle();
-    return this.state;
+    return this.core.state;
   }
 
   /**
@@ -246,37 +153,38 @@ export class Canvas {
    */
   async *run(input: RunInput = {}, control: TurnControl = {}): AsyncGenerator<CanvasEvent, void, undefined> {
     const { request, resuming, targets, submission } = this.prepare(input);
+    const core = this.core;
     this.active = true;
     this.broken = true;
-    this.suspended = false;
-    this.usage = emptyUsage();
-    this.turnHistory = [];
-    this.previousDue = resuming && !request.timeout ? this.state.prompt?.due_at : undefined;
+    core.suspended = false;
+    core.usage = emptyUsage();
+    core.turnHistory = [];
+    core.previousDue = resuming && !request.timeout ? core.state.prompt?.due_at : undefined;
     try {
       const scope = this.scope(request.signal);
-      const s = this.state;
-      s.globals['sys.date'] = formatDate(this.clock());
+      const s = core.state;
+      s.globals['sys.date'] = formatDate(core.clock());
       if (request.userId !== undefined) s.globals['sys.user_id'] = request.userId;
       if (request.files !== undefined) s.globals['sys.files'] = request.files;
       if (resuming && request.timeout) {
         for (const id of targets) {
           if (this.workflow.node(id).definition.form?.timeoutSeconds?.(this.workflow.node(id).params) !== undefined) {
-            nodeState(this.state, id).form = { ...this.formState(id), timedOut: true };
+            nodeState(core.state, id).form = { ...formState(core, id), timedOut: true };
           }
         }
       } else if (resuming) {
         this.recordQuery(scope, request.query);
-        this.applySubmission(targets, submission, request.query !== undefined);
+        applySubmission(core, targets, submission, request.query !== undefined);
       } else {
         this.startPass(request.inputs ?? null);
         this.recordQuery(scope, request.query, true);
-        yield event('workflow_started', { inputs: request.inputs ?? null, created_at: this.seconds() });
-        if (submission) this.mergeValues(this.workflow.entryId, submission.get(this.workflow.entryId) ?? {});
+        yield event('workflow_started', { inputs: request.inputs ?? null, created_at: seconds(core) });
+        if (submission) mergeValues(core, this.workflow.entryId, submission.get(this.workflow.entryId) ?? {});
       }
       s.status = 'running';
       s.prompt = null;
-      yield* this.drive(scope, { steps: 0 }, control);
-      this.broken = this.suspended;
+      yield* drive(core, scope, { steps: 0 }, control);
+      this.broken = core.suspended;
     } finally {
       this.active = false;
     }
@@ -288,18 +196,19 @@ export class Canvas {
    */
   async *continueTurn(checkpoint: TurnCheckpoint, control: TurnControl = {}, signal?: AbortSignal): AsyncGenerator<CanvasEvent, void, undefined> {
     this.assertIdle();
-    if (this.state.status !== 'running' || this.state.pass === null) {
-      throw new EaselError('invalid_state', `a checkpoint must be taken mid-turn (status is ${this.state.status})`);
+    const core = this.core;
+    if (core.state.status !== 'running' || core.state.pass === null) {
+      throw new EaselError('invalid_state', `a checkpoint must be taken mid-turn (status is ${core.state.status})`);
     }
     this.active = true;
     this.broken = true;
-    this.suspended = false;
-    this.usage = { ...checkpoint.usage };
-    this.turnHistory = [...checkpoint.history];
-    this.previousDue = undefined;
+    core.suspended = false;
+    core.usage = { ...checkpoint.usage };
+    core.turnHistory = [...checkpoint.history];
+    core.previousDue = undefined;
     try {
-      yield* this.drive(this.scope(signal ?? NEVER_ABORTED), { steps: checkpoint.steps }, control);
-      this.broken = this.suspended;
+      yield* drive(core, this.scope(signal ?? NEVER_ABORTED), { steps: checkpoint.steps }, control);
+      this.broken = core.suspended;
     } finally {
       this.active = false;
     }
@@ -307,7 +216,7 @@ export class Canvas {
 
   /** The last turn stopped at a checkpoint because `afterBatch` said `suspend`. */
   get isSuspended(): boolean {
-    return this.suspended;
+    return this.core.suspended;
   }
 
   /**
@@ -321,481 +230,47 @@ export class Canvas {
   private prepare(input: RunInput) {
     const request = parseRunInput(input);
     this.assertIdle();
-    const status = this.state.status;
+    const state = this.core.state;
+    const status = state.status;
     if (this.isTerminal) throw new RunFinishedError(status);
     const resuming = status === 'waiting_for_input';
     const hasInputs = request.inputs !== undefined && Object.keys(request.inputs).length > 0;
     if (!resuming && hasInputs && status !== 'not_started') throw new NotWaitingForInputError(status);
-    if (request.timeout && (!resuming || this.state.prompt?.due_at === undefined)) {
+    if (request.timeout && (!resuming || state.prompt?.due_at === undefined)) {
       throw new NotWaitingForInputError(`${status} with no timer armed`);
     }
-    const targets = resuming ? (this.state.prompt?.component_ids ?? []) : [this.workflow.entryId];
-    const submission = request.inputs === undefined ? undefined : this.normalize(targets, request.inputs);
+    const targets = resuming ? (state.prompt?.component_ids ?? []) : [this.workflow.entryId];
+    const submission = request.inputs === undefined ? undefined : normalize(this.core, targets, request.inputs);
     return { request, resuming, targets, submission };
   }
 
   /** The fields a turn's `inputs` would answer now: the waiting forms', or Begin's on a new pass. */
   inputFields(): { componentId: string; field: FormField }[] {
-    const targets = this.state.status === 'waiting_for_input' ? (this.state.prompt?.component_ids ?? []) : [this.workflow.entryId];
-    return targets.flatMap((componentId) => this.fields(componentId).map((field) => ({ componentId, field })));
+    const state = this.core.state;
+    const targets = state.status === 'waiting_for_input' ? (state.prompt?.component_ids ?? []) : [this.workflow.entryId];
+    return targets.flatMap((componentId) => fields(this.core, componentId).map((field) => ({ componentId, field })));
   }
 
   /** Conversation entries the last turn added (its user query, the messages shown). */
   get lastTurnHistory(): readonly HistoryEntry[] {
-    return this.turnHistory;
+    return this.core.turnHistory;
   }
 
   /** A `stop` turn: the run ends as `cancelled`. */
   async *stop(): AsyncGenerator<CanvasEvent, void, undefined> {
     this.assertIdle();
-    if (this.isTerminal) throw new RunFinishedError(this.state.status);
-    const s = this.state;
+    if (this.isTerminal) throw new RunFinishedError(this.core.state.status);
+    const s = this.core.state;
     s.status = 'cancelled';
     s.frontier = [];
     s.prompt = null;
-    yield event('workflow_cancelled', { elapsed_time: this.elapsedInPass(), created_at: this.seconds() });
-  }
-
-  // ---- the turn loop -------------------------------------------------------------------
-
-  private async *drive(scope: RunScope, turn: TurnCounters, control: TurnControl): AsyncGenerator<CanvasEvent, void, undefined> {
-    const s = this.state;
-    let lastBatch: readonly string[] = [];
-    for (let batches = 0; ; batches++) {
-      if (scope.signal.aborted || control.cancelled?.()) {
-        yield* this.settle(scope);
-        s.status = 'cancelled';
-        s.frontier = [];
-        yield event('workflow_cancelled', { elapsed_time: this.elapsedInPass(), created_at: this.seconds() });
-        return;
-      }
-      const runnable = this.runnable(s.frontier);
-      const holding = runnable.filter((id) => this.needsInput(id));
-      // a checkpoint between batches, unless this turn ends now anyway
-      if (batches > 0 && control.afterBatch && holding.length === 0 && runnable.length > 0) {
-        const failure = yield* this.settle(scope);
-        if (failure) {
-          yield* this.fail(scope, failure);
-          return;
-        }
-        const decision = await control.afterBatch(
-          { state: s, steps: turn.steps, usage: { ...this.usage }, history: [...this.turnHistory] },
-          { ran: lastBatch, external: this.reachesOutside(lastBatch) },
-        );
-        if (decision === 'suspend') {
-          this.suspended = true;
-          return;
-        }
-        if (control.cancelled?.()) continue;
-      }
-      if (holding.length > 0) {
-        yield* this.pause(scope, holding);
-        return;
-      }
-      if (runnable.length === 0) {
-        yield* this.finish(scope);
-        return;
-      }
-      const pass = s.pass as NonNullable<CanvasState['pass']>;
-      if (turn.steps + runnable.length > this.budgetTurn) {
-        yield* this.abort(scope, 'step_budget_turn', this.budgetTurn, turn.steps);
-        return;
-      }
-      if (pass.steps + runnable.length > this.budgetRun) {
-        yield* this.abort(scope, 'step_budget_run', this.budgetRun, pass.steps);
-        return;
-      }
-      turn.steps += runnable.length;
-      pass.steps += runnable.length;
-
-      const waiting = s.frontier.filter((id) => !runnable.includes(id));
-      await control.beforeBatch?.({ ran: runnable, external: this.reachesOutside(runnable) });
-      const result = yield* this.runBatch(scope, runnable);
-      lastBatch = runnable;
-      this.previousDue = undefined;
-      const scheduled = unique([...waiting, ...result.next]).filter(
-        (id) => !result.exited.some((container) => this.workflow.isInside(id, container)),
-      );
-      for (const id of scheduled) if (!waiting.includes(id)) this.arrive(id);
-      s.frontier = scheduled;
-      yield* this.flushDeferred(false);
-      if (result.failure) {
-        yield* this.fail(scope, result.failure);
-        return;
-      }
-    }
-  }
-
-  /**
-   * The scheduled nodes that may run now: those no other scheduled node can still reach.
-   * Two nodes on one cycle do not hold each other.
-   */
-  private runnable(frontier: readonly string[]): string[] {
-    const wf = this.workflow;
-    return frontier.filter(
-      (id) => !frontier.some((other) => other !== id && wf.reaches(other, id) && !wf.reaches(id, other)),
-    );
-  }
-
-  private async *runBatch(
-    scope: RunScope,
-    ids: readonly string[],
-  ): AsyncGenerator<CanvasEvent, { next: string[]; exited: string[]; failure?: Failure }, undefined> {
-    const startedAt = this.clock();
-    for (const id of ids) {
-      yield event('node_started', { ...this.nodeInfo(id, startedAt), inputs: null, thoughts: '' });
-    }
-    const queues = ids.map(() => new EventQueue<CanvasEvent>());
-    const outcomes = ids.map((id, i) => this.invoke(scope, id, queues[i] as EventQueue<CanvasEvent>));
-
-    const next: string[] = [];
-    const exited: string[] = [];
-    let failure: Failure | undefined;
-    let transient: TransientError | undefined;
-    for (const [i, id] of ids.entries()) {
-      yield* (queues[i] as EventQueue<CanvasEvent>).drain();
-      const outcome = await (outcomes[i] as Promise<NodeOutcome>);
-      if (outcome.kind === 'transient') {
-        transient ??= outcome.error;
-        continue;
-      }
-      const node = this.workflow.node(id);
-      const pass = this.state.pass as NonNullable<CanvasState['pass']>;
-      if (outcome.kind === 'error') {
-        const policy = node.exception;
-        if (policy.method === 'goto' && policy.goto.length > 0) {
-          this.setOutputs(id, { _ERROR: outcome.message });
-          yield this.finished(id, startedAt, outcome.message);
-          next.push(...policy.goto);
-        } else if (policy.method !== null && policy.defaultValue !== null) {
-          this.setOutputs(id, { [node.definition.defaultOutput ?? 'result']: policy.defaultValue });
-          yield this.finished(id, startedAt, null);
-          next.push(...this.successors(id, undefined));
-        } else {
-          this.setOutputs(id, { _ERROR: outcome.message });
-          yield this.finished(id, startedAt, outcome.message);
-          failure ??= { componentId: id, message: outcome.message };
-        }
-        pass.last = id;
-        continue;
-      }
-      if (outcome.outputs) this.setOutputs(id, outcome.outputs);
-      if (outcome.exitScope && node.parentId !== undefined) {
-        const container = node.parentId;
-        yield* this.finishedOrDeferred(id, startedAt);
-        yield* this.finishedOrDeferred(container, this.state.nodes[container]?.since ?? startedAt);
-        exited.push(container);
-        next.push(...this.successors(container, undefined));
-        pass.last = container;
-      } else if (outcome.enterScope && node.scopeEntryId !== undefined) {
-        next.push(node.scopeEntryId);
-      } else {
-        yield* this.finishedOrDeferred(id, startedAt);
-        next.push(...this.successors(id, outcome.next));
-        pass.last = id;
-      }
-    }
-    if (transient) throw transient;
-    return { next, exited, ...(failure ? { failure } : {}) };
-  }
-
-  /** Where control goes after `id`: its choice or downstream; a body's end goes back to its round start. */
-  private successors(id: string, chosen: readonly string[] | undefined): readonly string[] {
-    const node = this.workflow.node(id);
-    const next = chosen ?? node.downstream;
-    if (next.length > 0 || node.parentId === undefined) return next;
-    const start = this.workflow.node(node.parentId).scopeEntryId;
-    return start === undefined ? [] : [start];
-  }
-
-  private async invoke(scope: RunScope, id: string, queue: EventQueue<CanvasEvent>): Promise<NodeOutcome> {
-    const node = this.workflow.node(id);
-    const form = this.state.nodes[id]?.form;
-    const values = form?.values ?? NO_VALUES;
-    try {
-      // A container's node_finished comes when its body ends; keep when it began.
-      if (node.definition.container) nodeState(this.state, id).since = this.clock();
-      const ctx = new NodeContext(scope, id, queue, values, form?.timedOut === true);
-      const result = await node.definition.invoke(node.params, ctx);
-      return { kind: 'ok', ...(result ?? {}) };
-    } catch (error) {
-      if (error instanceof TransientError) {
-        error.componentId ??= id;
-        return { kind: 'transient', error };
-      }
-      return { kind: 'error', message: errorMessage(error) };
-    } finally {
-      queue.close();
-    }
-  }
-
-  // ---- forms ---------------------------------------------------------------------------
-
-  private fields(id: string): FormField[] {
-    const node = this.workflow.node(id);
-    return node.definition.form?.fields(node.params) ?? [];
-  }
-
-  private needsInput(id: string): boolean {
-    const node = this.workflow.node(id);
-    const form = node.definition.form;
-    if (!form) return false;
-    const state = this.formState(id);
-    if (state.timedOut) return false;
-    const settled = !form.holdForOptional || state.submitted;
-    return this.fields(id).some((f) => !fieldSatisfied(f, state.values[f.key], settled));
-  }
-
-  private formState(id: string): FormState {
-    const ns = nodeState(this.state, id);
-    ns.form ??= { values: this.presets(id), submitted: false };
-    return ns.form;
-  }
-
-  private presets(id: string): Record<string, unknown> {
-    const values = dict();
-    for (const f of this.fields(id)) if (!isEmptyValue(f.value, f.type)) values[f.key] = f.value;
-    return values;
-  }
-
-  /** A node was scheduled: a form that asks on every visit starts from its presets again. */
-  private arrive(id: string): void {
-    const form = this.workflow.node(id).definition.form;
-    if (form && !form.keepValues) nodeState(this.state, id).form = { values: this.presets(id), submitted: false };
-  }
-
-  /** Checks and converts submitted values for `targets` before anything changes. */
-  private normalize(targets: readonly string[], inputs: Record<string, unknown>): Submission {
-    const problems: InputProblem[] = [];
-    const submission: Submission = new Map();
-    for (const id of targets) {
-      const values = dict();
-      for (const field of this.fields(id)) {
-        if (!Object.hasOwn(inputs, field.key)) continue;
-        const result = normalizeFieldValue(field, inputs[field.key]);
-        if (result.ok) values[field.key] = result.value;
-        else problems.push({ component_id: id, field: field.key, message: result.message });
-      }
-      submission.set(id, values);
-    }
-    if (problems.length > 0) throw new InvalidInputsError(problems);
-    return submission;
-  }
-
-  /**
-   * Resume rules: values are merged and the form counts as submitted; an empty submission (or
-   * an empty turn) clears stale values so the form asks again; a query alone keeps them.
-   */
-  private applySubmission(targets: readonly string[], submission: Submission | undefined, hasQuery: boolean): void {
-    const empty = submission === undefined
-      ? !hasQuery
-      : [...submission.values()].every((v) => Object.keys(v).length === 0);
-    for (const id of targets) {
-      if (submission === undefined && hasQuery) continue;
-      if (empty) {
-        nodeState(this.state, id).form = { values: dict(), submitted: false };
-        continue;
-      }
-      this.mergeValues(id, submission?.get(id) ?? {});
-    }
-  }
-
-  private mergeValues(id: string, values: Record<string, unknown>): void {
-    const form = this.formState(id);
-    const merged = dict();
-    Object.assign(merged, form.values);
-    for (const [k, v] of Object.entries(values)) {
-      if (v === null) delete merged[k];
-      else merged[k] = v;
-    }
-    nodeState(this.state, id).form = { values: merged, submitted: true };
-  }
-
-  // ---- ends of a turn --------------------------------------------------------------------
-
-  private async *pause(scope: RunScope, holding: readonly string[]): AsyncGenerator<CanvasEvent, void, undefined> {
-    const s = this.state;
-    const failure = yield* this.settle(scope);
-    if (failure) {
-      yield* this.fail(scope, failure);
-      return;
-    }
-    s.frontier = [...holding, ...s.frontier.filter((id) => !holding.includes(id))];
-    const inputs = dict<FieldView>();
-    const tips: string[] = [];
-    for (const id of holding) {
-      const node = this.workflow.node(id);
-      const form = this.formState(id);
-      const settled = !node.definition.form?.holdForOptional || form.submitted;
-      for (const f of this.fields(id)) {
-        if (fieldSatisfied(f, form.values[f.key], settled)) continue;
-        inputs[f.key] = fieldView(f, form.values[f.key]);
-      }
-      const tipsOf = node.definition.form?.tips;
-      if (tipsOf) {
-        const ctx = new NodeContext(scope, id, new EventQueue(), form.values);
-        const text = await tipsOf(node.params, ctx);
-        if (text) tips.push(text);
-      }
-    }
-    s.status = 'waiting_for_input';
-    const timeouts = holding
-      .map((id) => this.workflow.node(id).definition.form?.timeoutSeconds?.(this.workflow.node(id).params))
-      .filter((t): t is number => t !== undefined);
-    // the earliest timer of the forms asked; a re-ask keeps the deadline set when first asked
-    const previousDue = this.previousDue;
-    const due = timeouts.length === 0 ? undefined : (previousDue ?? this.clock() + Math.min(...timeouts) * 1000);
-    s.prompt = { inputs, tips: tips.join('\n\n'), component_ids: [...holding], ...(due !== undefined ? { due_at: due } : {}) };
-    yield event('user_inputs', { inputs, tips: s.prompt.tips });
-  }
-
-  private async *finish(scope: RunScope): AsyncGenerator<CanvasEvent, void, undefined> {
-    const failure = yield* this.settle(scope);
-    if (failure) {
-      yield* this.fail(scope, failure);
-      return;
-    }
-    const s = this.state;
-    const last = s.pass?.last;
-    s.status = 'completed';
-    s.frontier = [];
-    yield event('workflow_finished', {
-      inputs: s.pass?.inputs ?? null,
-      outputs: last ? { ...(s.nodes[last]?.outputs ?? {}) } : {},
-      elapsed_time: this.elapsedInPass(),
-      created_at: this.seconds(),
-      usage: { ...this.usage },
-    });
-  }
-
-  private async *fail(scope: RunScope, failure: Failure): AsyncGenerator<CanvasEvent, void, undefined> {
-    yield* this.settle(scope);
-    const s = this.state;
-    s.status = 'failed';
-    s.frontier = [];
-    s.prompt = null;
-    yield event('workflow_failed', {
-      error: { code: 'component_error', message: failure.message, component_id: failure.componentId },
-      elapsed_time: this.elapsedInPass(),
-      created_at: this.seconds(),
-    });
-  }
-
-  private async *abort(
-    scope: RunScope,
-    reason: 'step_budget_turn' | 'step_budget_run',
-    budget: number,
-    steps: number,
-  ): AsyncGenerator<CanvasEvent, void, undefined> {
-    yield* this.settle(scope);
-    const s = this.state;
-    s.status = 'aborted_looping_risk';
-    s.frontier = [];
-    yield event('workflow_aborted', {
-      reason,
-      budget,
-      steps,
-      elapsed_time: this.elapsedInPass(),
-      created_at: this.seconds(),
-    });
-  }
-
-  /**
-   * Reads every stream still open (an answer nobody showed live) to its end, so the state
-   * holds only plain values, then emits the node_finished events that waited for them.
-   */
-  private async *settle(scope: RunScope): AsyncGenerator<CanvasEvent, Failure | undefined, undefined> {
-    void scope;
-    let failure: Failure | undefined;
-    const settleRecord = async (record: Record<string, unknown>, owner: string | undefined) => {
-      for (const [k, v] of Object.entries(record)) {
-        if (!(v instanceof TextStream)) continue;
-        try {
-          record[k] = await v.text();
-        } catch (error) {
-          if (error instanceof TransientError) throw error;
-          record[k] = v.partialText();
-          failure ??= { componentId: owner ?? '', message: errorMessage(error) };
-        }
-      }
-    };
-    for (const [id, ns] of Object.entries(this.state.nodes)) {
-      if (ns.outputs && hasStream(ns.outputs)) {
-        const copy = dict();
-        Object.assign(copy, ns.outputs);
-        await settleRecord(copy, id);
-        ns.outputs = copy;
-      }
-    }
-    await settleRecord(this.state.globals, undefined);
-    yield* this.flushDeferred(true);
-    return failure;
-  }
-
-  private *flushDeferred(all: boolean): Generator<CanvasEvent, void, undefined> {
-    while (this.deferred.length > 0) {
-      const head = this.deferred[0] as { id: string; startedAt: number };
-      const outputs = this.state.nodes[head.id]?.outputs ?? {};
-      const open = Object.values(outputs).some((v) => v instanceof TextStream && !v.done);
-      if (open && !all) return;
-      this.deferred.shift();
-      yield this.finished(head.id, head.startedAt, streamError(outputs));
-    }
+    yield event('workflow_cancelled', { elapsed_time: elapsedInPass(this.core), created_at: seconds(this.core) });
   }
 
   // ---- helpers -------------------------------------------------------------------------
 
-  /** One of these components calls a model, a tool or a URL: work worth claiming and keeping. */
-  private reachesOutside(ids: readonly string[]): boolean {
-    return ids.some((id) => this.workflow.node(id).definition.external === true);
-  }
-
-  private *finishedOrDeferred(id: string, startedAt: number): Generator<CanvasEvent, void, undefined> {
-    const outputs = this.state.nodes[id]?.outputs;
-    if (outputs && Object.values(outputs).some((v) => v instanceof TextStream && !v.done)) {
-      this.deferred.push({ id, startedAt });
-      return;
-    }
-    if (this.deferred.length > 0) {
-      // keep node_finished in order behind the ones still waiting
-      this.deferred.push({ id, startedAt });
-      return;
-    }
-    yield this.finished(id, startedAt, null);
-  }
-
-  private finished(id: string, startedAt: number, error: string | null): CanvasEvent {
-    const outputs = dict();
-    for (const [k, v] of Object.entries(this.state.nodes[id]?.outputs ?? {})) {
-      outputs[k] = v instanceof TextStream ? v.partialText() : v;
-    }
-    return event('node_finished', {
-      ...this.nodeInfo(id, startedAt),
-      inputs: null,
-      outputs,
-      error,
-      elapsed_time: (this.clock() - startedAt) / 1000,
-    });
-  }
-
-  private nodeInfo(id: string, startedAt: number) {
-    const node = this.workflow.node(id);
-    return {
-      component_id: id,
-      component_name: node.displayName,
-      component_type: node.componentName,
-      created_at: startedAt / 1000,
-    };
-  }
-
-  private setOutputs(id: string, outputs: Outputs): void {
-    const copy = dict();
-    Object.assign(copy, outputs);
-    nodeState(this.state, id).outputs = copy;
-  }
-
   private startPass(inputs: Record<string, unknown> | null): void {
-    const s = this.state;
+    const s = this.core.state;
     const nodes = dict<CanvasState['nodes'][string]>();
     for (const [id, ns] of Object.entries(s.nodes)) {
       const node = this.workflow.nodes.get(id);
@@ -805,17 +280,17 @@ export class Canvas {
     s.pass = {
       number: (s.pass?.number ?? 0) + 1,
       inputs,
-      started_at: this.clock(),
+      started_at: this.core.clock(),
       steps: 0,
       last: null,
     };
     s.frontier = [this.workflow.entryId];
-    this.arrive(this.workflow.entryId);
-    this.deferred = [];
+    arrive(this.core, this.workflow.entryId);
+    this.core.deferred = [];
   }
 
   private recordQuery(scope: RunScope, query: string | undefined, newPass = false): void {
-    const g = this.state.globals;
+    const g = this.core.state.globals;
     if (query !== undefined) {
       g['sys.query'] = query;
       appendHistory(scope, 'user', query);
@@ -827,27 +302,28 @@ export class Canvas {
   }
 
   private scope(signal: AbortSignal): RunScope {
+    const core = this.core;
     return {
       workflow: this.workflow,
-      state: this.state,
+      state: core.state,
       historyLimit: this.historyLimit,
-      now: this.clock,
+      now: core.clock,
       random: () => this.random(),
       signal,
       services: this.services,
-      onHistory: (entry) => this.turnHistory.push(entry),
+      onHistory: (entry) => core.turnHistory.push(entry),
       recordUsage: (u) => {
-        this.usage.prompt_tokens += u.prompt_tokens;
-        this.usage.completion_tokens += u.completion_tokens;
-        this.usage.total_tokens += u.total_tokens;
-        this.usage.calls += 1;
+        core.usage.prompt_tokens += u.prompt_tokens;
+        core.usage.completion_tokens += u.completion_tokens;
+        core.usage.total_tokens += u.total_tokens;
+        core.usage.calls += 1;
       },
     };
   }
 
   /** mulberry32: small, fast, and its whole state is one integer we can serialize. */
   private random(): number {
-    let t = (this.state.rng = (this.state.rng + 0x6d2b79f5) | 0);
+    let t = (this.core.state.rng = (this.core.state.rng + 0x6d2b79f5) | 0);
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
@@ -867,33 +343,12 @@ export class Canvas {
     };
   }
 
-  private elapsedInPass(): number {
-    const start = this.state.pass?.started_at;
-    return start === undefined ? 0 : (this.clock() - start) / 1000;
-  }
-
-  private seconds(): number {
-    return this.clock() / 1000;
-  }
-
   private assertIdle(): void {
     if (this.active) throw new EaselError('turn_in_progress', 'this canvas is running a turn');
     if (this.broken) {
       throw new EaselError('invalid_state', 'a turn of this canvas did not complete; restore the saved state');
     }
   }
-}
-
-export interface TurnUsage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-  /** Model calls made. */
-  calls: number;
-}
-
-function emptyUsage(): TurnUsage {
-  return { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, calls: 0 };
 }
 
 function initialGlobals(workflow: Workflow): Record<string, unknown> {
@@ -933,69 +388,10 @@ function emptyOfType(type: unknown): unknown {
   return '';
 }
 
-function parseRunInput(input: RunInput): ParsedInput {
-  if (!isRecord(input as unknown)) throw new InvalidRunInputError('run_input', 'must be an object');
-  const { query, inputs, files, user_id: userId, signal, command } = input;
-  if (command !== undefined && command !== null && command !== 'timeout') {
-    throw new InvalidRunInputError('command', 'must be "timeout" (stop has its own method)');
-  }
-  if (query !== undefined && query !== null && typeof query !== 'string') {
-    throw new InvalidRunInputError('query', 'must be a string');
-  }
-  if (inputs !== undefined && inputs !== null && !isRecord(inputs)) {
-    throw new InvalidRunInputError('inputs', 'must be an object of field values');
-  }
-  if (files !== undefined && files !== null && !Array.isArray(files)) {
-    throw new InvalidRunInputError('files', 'must be a list');
-  }
-  if (userId !== undefined && userId !== null && typeof userId !== 'string') {
-    throw new InvalidRunInputError('user_id', 'must be a string');
-  }
-  return {
-    timeout: command === 'timeout',
-    query: query === null || query === undefined || query === '' ? undefined : query,
-    inputs: inputs ?? undefined,
-    files: files ?? undefined,
-    userId: userId || undefined,
-    signal: signal ?? NEVER_ABORTED,
-  };
-}
-
-function fieldView(field: FormField, value: unknown): FieldView {
-  return {
-    name: field.name,
-    type: field.type,
-    optional: field.optional,
-    ...(field.options ? { options: field.options } : {}),
-    ...(field.description ? { description: field.description } : {}),
-    value: value ?? null,
-  };
-}
-
-function hasStream(outputs: Outputs): boolean {
-  return Object.values(outputs).some((v) => v instanceof TextStream);
-}
-
-function streamError(outputs: Outputs): string | null {
-  for (const v of Object.values(outputs)) {
-    if (v instanceof TextStream && v.error !== undefined) return errorMessage(v.error);
-  }
-  return null;
-}
-
-function unique(ids: readonly string[]): string[] {
-  return [...new Set(ids)];
-}
-
 function positive(value: number | undefined, fallback: number): number {
   return value !== undefined && Number.isFinite(value) && value > 0 ? Math.floor(value) : fallback;
 }
 
 function formatDate(ms: number): string {
   return new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
-}
-
-function errorMessage(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name;
-  return typeof error === 'string' ? error : 'component failed';
 }

@@ -1,17 +1,10 @@
 /**
  * Typed errors of the engine. Every error that leaves `Canvas` is one of these, each with a
- * stable `code` that the HTTP layer maps to a status once (see lib/http when it exists).
+ * stable `code` (lib/errors.ts) that the HTTP layer maps to a status once (lib/http/errors.ts).
  */
+import { EaselError, type ErrorCode } from '../errors';
 
-export class EaselError extends Error {
-  readonly code: string;
-
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-    this.code = code;
-  }
-}
+export { EaselError, type ErrorCode } from '../errors';
 
 /** One problem found in a DSL; `component_id` is absent for problems of the whole document. */
 export interface DslProblem {
@@ -98,7 +91,7 @@ export class StateVersionError extends EaselError {
 
 /** A workflow error raised by a component; handled by its `exception_method` or fails the run. */
 export class ComponentError extends EaselError {
-  constructor(message: string, options?: { cause?: unknown; code?: string }) {
+  constructor(message: string, options?: { cause?: unknown; code?: ErrorCode }) {
     super(options?.code ?? 'component_error', message, options);
   }
 }

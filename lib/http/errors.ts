@@ -2,10 +2,18 @@
  * One mapping from error codes to HTTP statuses, and the error body `{code, error, ...}`.
  * Anything unknown is logged by the caller and answered 500 without details.
  */
-import { DslValidationError, EaselError, InvalidInputsError } from '../canvas/errors';
+import { DslValidationError, InvalidInputsError } from '../canvas/errors';
+import { EaselError, type ErrorCode } from '../errors';
 import { TurnConflictError, TurnInProgressError } from '../store/errors';
 
-export const STATUS_BY_CODE: Readonly<Record<string, number>> = {
+/** The status of codes that are not answers for a client: logged, answered as `INTERNAL_ERROR`. */
+export const INTERNAL_STATUS = 500;
+
+/**
+ * The native API's status for every code (lib/errors.ts says what each means). Typed by
+ * `ErrorCode`, so a new code does not compile until it has its status here.
+ */
+export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   invalid_request: 400,
   invalid_dsl: 400,
   unauthorized: 401,
@@ -19,10 +27,27 @@ export const STATUS_BY_CODE: Readonly<Record<string, number>> = {
   invalid_inputs: 422,
   idempotency_mismatch: 422,
   unavailable: 503,
+  // not answers for clients: if one gets this far, it is a defect, logged and answered 500
+  invalid_state: INTERNAL_STATUS,
+  component_error: INTERNAL_STATUS,
+  llm_error: INTERNAL_STATUS,
+  tool_error: INTERNAL_STATUS,
+  tool_suspended: INTERNAL_STATUS,
+  tool_unavailable: INTERNAL_STATUS,
+  ssrf_blocked: INTERNAL_STATUS,
+  outbound_failed: INTERNAL_STATUS,
+  invalid_config: INTERNAL_STATUS,
+  lease_lost: INTERNAL_STATUS,
+  claim_lost: INTERNAL_STATUS,
+  // app.onError answers a StopAccepted 202 before this table is read
+  stop_accepted: INTERNAL_STATUS,
+  local_setup: INTERNAL_STATUS,
+  dynamodb_local_unavailable: INTERNAL_STATUS,
+  internal_error: INTERNAL_STATUS,
 };
 
 export interface ErrorBody {
-  code: string;
+  code: ErrorCode;
   error: string;
   [extra: string]: unknown;
 }
@@ -30,7 +55,7 @@ export interface ErrorBody {
 /** An error answered as it is (auth, validation of the HTTP request itself). */
 export class HttpError extends EaselError {
   constructor(
-    code: string,
+    code: ErrorCode,
     message: string,
     readonly extra: Record<string, unknown> = {},
   ) {
@@ -38,10 +63,16 @@ export class HttpError extends EaselError {
   }
 }
 
+/**
+ * The status and body for an error a client may be told about; undefined for anything else
+ * (not an EaselError, or a code whose status is `INTERNAL_STATUS`): the caller logs it and
+ * answers `INTERNAL_ERROR`.
+ */
 export function errorResponse(error: unknown): { status: number; body: ErrorBody } | undefined {
   if (!(error instanceof EaselError)) return undefined;
-  const status = STATUS_BY_CODE[error.code];
-  if (status === undefined) return undefined;
+  // `??`: a code forced past the compiler (a cast, a plain object) is not one to explain
+  const status = STATUS_BY_CODE[error.code] ?? INTERNAL_STATUS;
+  if (status === INTERNAL_STATUS) return undefined;
   const body: ErrorBody = { code: error.code, error: error.message };
   if (error instanceof HttpError) Object.assign(body, error.extra);
   if (error instanceof DslValidationError) body.problems = error.problems;

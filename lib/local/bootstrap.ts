@@ -12,7 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { compileWorkflow } from '../canvas';
 import type { ComponentRegistry } from '../canvas/component';
-import { EaselError } from '../canvas/errors';
+import { EaselError } from '../errors';
 import { findApiKey, hashSecret, putApiKey } from '../store/api-keys';
 import { ConditionFailed, type StoreContext } from '../store/dynamo';
 import { NotFoundError } from '../store/errors';

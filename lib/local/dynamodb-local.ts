@@ -16,7 +16,7 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
-import { EaselError } from '../canvas/errors';
+import { EaselError } from '../errors';
 import { LOCAL_CREDENTIALS } from '../store/setup';
 
 export interface DynamoDbLocalOptions {

@@ -21,7 +21,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
-import { EaselError } from '../canvas/errors';
+import { EaselError } from '../errors';
 import type { SsrfCheckResult, SsrfGuard } from './ssrf';
 
 export interface OutboundRequestOptions {

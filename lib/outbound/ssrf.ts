@@ -16,7 +16,7 @@
  * const { url, address } = await guard.check('https://api.example.com/v1?q=1');
  */
 import { lookup } from 'node:dns/promises';
-import { EaselError } from '../canvas/errors';
+import { EaselError } from '../errors';
 import { type AddressClass, type Cidr, cidrContains, classifyIp, formatIp, type IpAddress, parseCidr, parseIp } from './ip';
 
 export type SsrfReason = AddressClass | 'scheme' | 'credentials' | 'unresolvable';

@@ -16,7 +16,7 @@
  * dead (its lease expired) and taken over can write nothing more, even if it was only slow.
  */
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { EaselError } from '../canvas/errors';
+import { EaselError } from '../errors';
 import { itemSize, readBlobs, writeBlobs } from './blobs';
 import { decode, encode } from './codec';
 import { call, capacityParam, ConditionFailed, reportCapacity, type StoreContext } from './dynamo';

@@ -3,7 +3,8 @@
  * says which turn is current and in which status. Infrastructure failures (throttling, the
  * network, DynamoDB 5xx) are `StoreUnavailableError`: transient, nothing was committed.
  */
-import { EaselError, TransientError } from '../canvas/errors';
+import { TransientError } from '../canvas/errors';
+import { EaselError } from '../errors';
 
 export class NotFoundError extends EaselError {
   constructor(readonly what: string) {

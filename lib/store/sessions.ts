@@ -12,7 +12,7 @@
  * that finds the head behind the latest turn record trusts the record.
  */
 import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { EaselError } from '../canvas/errors';
+import { EaselError } from '../errors';
 import { backoff, itemSize, readBlobs, writeBlobs } from './blobs';
 import { decode, encode } from './codec';
 import { call, capacityParam, ConditionFailed, isExpired, queryAll, reportCapacity, type StoreContext } from './dynamo';

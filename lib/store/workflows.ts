@@ -6,7 +6,7 @@
 import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { decode, encode } from './codec';
 import { call, ConditionFailed, queryAll, type StoreContext } from './dynamo';
-import { EaselError } from '../canvas/errors';
+import { EaselError } from '../errors';
 import { NotFoundError, StoreUnavailableError } from './errors';
 import { keys } from './item-keys';
 import { LISTING_INDEX } from './table';

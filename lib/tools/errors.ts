@@ -5,11 +5,12 @@
  * result, as RAGFlow does with a tool's exception, so it can try something else.
  */
 import { ComponentError, TransientError } from '../canvas/errors';
+import type { ErrorCode } from '../errors';
 import { isTransientStatus } from '../llm/errors';
 
 /** A permanent failure of one call: the model reads `error: <message>`. */
 export class ToolError extends ComponentError {
-  constructor(message: string, options?: { cause?: unknown; code?: string }) {
+  constructor(message: string, options?: { cause?: unknown; code?: ErrorCode }) {
     super(message, { ...options, code: options?.code ?? 'tool_error' });
   }
 }

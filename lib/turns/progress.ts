@@ -6,7 +6,7 @@
  *
  * The cursor is opaque to clients: `<event items read>.<events read>`.
  */
-import { EaselError } from '../canvas';
+import { EaselError } from '../errors';
 import { readProgress } from '../store/checkpoints';
 import { NotFoundError } from '../store/errors';
 import { getHead, getTurn } from '../store/sessions';

@@ -16,7 +16,8 @@
  * key or the claim token.
  */
 import { z } from 'zod';
-import { EaselError, TransientError } from '../canvas/errors';
+import { TransientError } from '../canvas/errors';
+import { EaselError } from '../errors';
 import { sendWebhook } from '../outbound/webhook';
 import type { SsrfGuard } from '../outbound/ssrf';
 import { sha256 } from '../store/codec';

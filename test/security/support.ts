@@ -4,6 +4,7 @@
  * checks of the documented error shapes (native `{code, error}`, RAGFlow's `{code, message}`).
  */
 import http from 'node:http';
+import { isErrorCode } from '../../lib/errors';
 import { STATUS_BY_CODE } from '../../lib/http/errors';
 
 export interface RawResponse {
@@ -166,7 +167,7 @@ export function contractViolation(api: Api, res: RawResponse): string | null {
 export function nativeError(res: RawResponse): string | null {
   const body = res.json as { code?: unknown; error?: unknown } | undefined;
   if (!body || typeof body !== 'object') return `HTTP ${res.status} without a JSON error body: ${res.text.slice(0, 200)}`;
-  if (typeof body.code !== 'string' || !(body.code in STATUS_BY_CODE)) return `HTTP ${res.status} with an undocumented code: ${res.text.slice(0, 200)}`;
+  if (typeof body.code !== 'string' || !isErrorCode(body.code)) return `HTTP ${res.status} with an undocumented code: ${res.text.slice(0, 200)}`;
   if (STATUS_BY_CODE[body.code] !== res.status) return `code ${body.code} answered with HTTP ${res.status} (documented: ${STATUS_BY_CODE[body.code]})`;
   if (typeof body.error !== 'string' || body.error === '') return `HTTP ${res.status} without an error message: ${res.text.slice(0, 200)}`;
   return null;
@@ -191,7 +192,7 @@ function nativeStream(text: string): string | null {
   if (event === 'turn_response') return null;
   if (event !== 'turn_error') return `an SSE stream that does not end with turn_response or turn_error: ${last.slice(0, 200)}`;
   const data = JSON.parse(/^data: (.*)$/m.exec(last)?.[1] ?? '{}') as { code?: string };
-  const status = STATUS_BY_CODE[data.code ?? ''];
+  const status = data.code !== undefined && isErrorCode(data.code) ? STATUS_BY_CODE[data.code] : undefined;
   if (status === undefined || status >= 500) return `a stream ending with turn_error ${data.code}: ${last.slice(0, 300)}`;
   return null;
 }

@@ -4,11 +4,51 @@
  * ownership), 109 authentication. Errors of the engine and the store map onto them once, here.
  */
 import type { Context } from 'hono';
-import { EaselError } from '../../canvas/errors';
 import { isRecord } from '../../canvas/references';
+import { EaselError, type ErrorCode } from '../../errors';
 import { errorResponse } from '../errors';
 
 export const RAGFLOW = { ok: 0, exception: 100, argument: 101, data: 102, operation: 103, auth: 109 } as const;
+
+/** A RAGFlow code that reports a failure (any but `ok`). */
+export type RagflowFailureCode = Exclude<(typeof RAGFLOW)[keyof typeof RAGFLOW], typeof RAGFLOW.ok>;
+
+/**
+ * The RAGFlow envelope code for every code (lib/errors.ts), beside its native status
+ * (`STATUS_BY_CODE`): not found is `data`, conflicts and scope are `operation`, the rest of
+ * what the client sent wrong is `argument`, and what it cannot fix is `exception`. Typed by
+ * `ErrorCode`, so a new code does not compile until it has its code here.
+ */
+export const RAGFLOW_BY_CODE: Readonly<Record<ErrorCode, RagflowFailureCode>> = {
+  invalid_request: RAGFLOW.argument,
+  invalid_dsl: RAGFLOW.argument,
+  unauthorized: RAGFLOW.auth,
+  forbidden: RAGFLOW.operation,
+  not_found: RAGFLOW.data,
+  turn_conflict: RAGFLOW.operation,
+  run_finished: RAGFLOW.operation,
+  turn_in_progress: RAGFLOW.operation,
+  not_waiting_for_input: RAGFLOW.operation,
+  payload_too_large: RAGFLOW.argument,
+  invalid_inputs: RAGFLOW.argument,
+  idempotency_mismatch: RAGFLOW.argument,
+  unavailable: RAGFLOW.exception,
+  invalid_state: RAGFLOW.exception,
+  component_error: RAGFLOW.exception,
+  llm_error: RAGFLOW.exception,
+  tool_error: RAGFLOW.exception,
+  tool_suspended: RAGFLOW.exception,
+  tool_unavailable: RAGFLOW.exception,
+  ssrf_blocked: RAGFLOW.exception,
+  outbound_failed: RAGFLOW.exception,
+  invalid_config: RAGFLOW.exception,
+  lease_lost: RAGFLOW.exception,
+  claim_lost: RAGFLOW.exception,
+  stop_accepted: RAGFLOW.exception,
+  local_setup: RAGFLOW.exception,
+  dynamodb_local_unavailable: RAGFLOW.exception,
+  internal_error: RAGFLOW.exception,
+};
 
 export class RagflowError extends Error {
   constructor(
@@ -34,22 +74,23 @@ export function failure(c: Context, code: number, message: string, data?: unknow
   return c.json(data === undefined ? { code, message } : { code, message, data });
 }
 
-/** The RAGFlow code and message for any error thrown while serving a RAGFlow route. */
+/**
+ * The RAGFlow code and message for any error thrown while serving a RAGFlow route. An
+ * EaselError keeps its message (RAGFlow shows its exceptions' text too); anything else is
+ * `internal error`, without details.
+ */
 export function toRagflow(error: unknown): { code: number; message: string; data?: unknown } {
   if (error instanceof RagflowError) return { code: error.code, message: error.message, ...(error.data !== undefined ? { data: error.data } : {}) };
-  const mapped = errorResponse(error);
-  if (mapped) {
-    const code =
-      mapped.status === 404 ? RAGFLOW.data :
-      mapped.status === 409 ? RAGFLOW.operation :
-      mapped.status === 401 ? RAGFLOW.auth :
-      mapped.status === 403 ? RAGFLOW.operation :
-      mapped.status === 503 ? RAGFLOW.exception :
-      RAGFLOW.argument;
-    return { code, message: mapped.body.error, ...(mapped.body.fields ? { data: { fields: mapped.body.fields } } : {}), ...(mapped.body.problems ? { data: { problems: mapped.body.problems } } : {}) };
-  }
-  if (error instanceof EaselError) return { code: RAGFLOW.exception, message: error.message };
-  return { code: RAGFLOW.exception, message: 'internal error' };
+  if (!(error instanceof EaselError)) return { code: RAGFLOW.exception, message: 'internal error' };
+  // `??`: a code forced past the compiler (a cast, a plain object) is an unexpected one
+  const code = RAGFLOW_BY_CODE[error.code] ?? RAGFLOW.exception;
+  const body = errorResponse(error)?.body;
+  return {
+    code,
+    message: error.message,
+    ...(body?.fields ? { data: { fields: body.fields } } : {}),
+    ...(body?.problems ? { data: { problems: body.problems } } : {}),
+  };
 }
 
 /** Runs a handler, answering any error in RAGFlow's envelope. */

@@ -1,0 +1,74 @@
+/**
+ * The mutable inside of a Canvas, shared by the modules that run a turn (turn-loop.ts,
+ * form-state.ts, turn-ends.ts). Internal to the engine: `Canvas` owns one and is the only
+ * thing other modules see.
+ */
+import type { Outputs } from './component';
+import { nodeState } from './context';
+import type { Workflow } from './dsl';
+import { dict, type CanvasState, type HistoryEntry } from './state';
+
+export interface TurnUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  /** Model calls made. */
+  calls: number;
+}
+
+/** A node whose `node_finished` waits for its streamed outputs to be read. */
+export interface DeferredFinish {
+  id: string;
+  startedAt: number;
+}
+
+export interface CanvasCore {
+  readonly workflow: Workflow;
+  state: CanvasState;
+  /** Epoch milliseconds. */
+  readonly clock: () => number;
+  /** Component invocations allowed in one turn. */
+  readonly budgetTurn: number;
+  /** Component invocations allowed in one pass of the workflow, across its turns. */
+  readonly budgetRun: number;
+  /** Model tokens spent by the current (or last) turn. */
+  usage: TurnUsage;
+  /** Conversation entries the current (or last) turn added. */
+  turnHistory: HistoryEntry[];
+  /** A re-asked form keeps the deadline it was first asked with (until anything runs). */
+  previousDue: number | undefined;
+  /** Nodes whose `node_finished` waits for their streamed outputs to be read. */
+  deferred: DeferredFinish[];
+  /** The last turn ended at a checkpoint, unfinished. */
+  suspended: boolean;
+}
+
+/** A component failure that fails the run (no exception policy took it). */
+export interface Failure {
+  componentId: string;
+  message: string;
+}
+
+export function emptyUsage(): TurnUsage {
+  return { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, calls: 0 };
+}
+
+export function setOutputs(core: CanvasCore, id: string, outputs: Outputs): void {
+  const copy = dict();
+  Object.assign(copy, outputs);
+  nodeState(core.state, id).outputs = copy;
+}
+
+export function elapsedInPass(core: CanvasCore): number {
+  const start = core.state.pass?.started_at;
+  return start === undefined ? 0 : (core.clock() - start) / 1000;
+}
+
+export function seconds(core: CanvasCore): number {
+  return core.clock() / 1000;
+}
+
+export function errorMessage(error: unknown): string {
+  if (error instanceof Error) return error.message || error.name;
+  return typeof error === 'string' ? error : 'component failed';
+}

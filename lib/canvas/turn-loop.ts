@@ -1,0 +1,250 @@
+/**
+ * The turn loop: runs the frontier in batches until the turn pauses, ends or is stopped.
+ * A node waits while another scheduled node can still reach it, so a join runs once, after
+ * all its live branches. The components of a batch run concurrently; their events are
+ * emitted in frontier order.
+ */
+import { type CanvasCore, elapsedInPass, errorMessage, type Failure, seconds, setOutputs, type TurnUsage } from './canvas-core';
+import type { Outputs } from './component';
+import { NodeContext, nodeState, type RunScope } from './context';
+import { TransientError } from './errors';
+import { EventQueue } from './event-queue';
+import { type CanvasEvent, event } from './events';
+import { arrive, needsInput } from './form-state';
+import type { CanvasState, HistoryEntry } from './state';
+import { abort, fail, finish, finished, finishedOrDeferred, flushDeferred, nodeInfo, pause, settle } from './turn-ends';
+
+/**
+ * A turn stopped between two batches, complete enough for another process to finish it:
+ * `Canvas.restore(workflow, checkpoint.state)` then `continueTurn(checkpoint)`. Streams are
+ * read to their end first, so it is plain JSON.
+ */
+export interface TurnCheckpoint {
+  state: CanvasState;
+  /** Component invocations this turn has made so far (the turn's step budget goes on). */
+  steps: number;
+  usage: TurnUsage;
+  /** Conversation entries the turn has added so far. */
+  history: HistoryEntry[];
+}
+
+/** The batch that just ran, as `afterBatch` is told of it. */
+export interface BatchInfo {
+  /** The components it ran. */
+  ran: readonly string[];
+  /** One of them reaches outside the run (a model, an HTTP call): its work is worth keeping. */
+  external: boolean;
+}
+
+/** How a long turn is steered from outside: checkpoints, a cancel flag, a deadline. */
+export interface TurnControl {
+  /**
+   * Called between batches while the turn goes on; the engine waits for it, so the checkpoint
+   * may be written as it is. `suspend` ends the turn here, unfinished (see `isSuspended`).
+   */
+  afterBatch?(checkpoint: TurnCheckpoint, batch: BatchInfo): Promise<'continue' | 'suspend'> | 'continue' | 'suspend';
+  /** Checked before every batch: true ends the turn as `cancelled` (a stop flag). */
+  cancelled?(): boolean;
+  /**
+   * Awaited before each batch runs, told whether it reaches outside the run: where the turn
+   * layer claims the turn before the first side effect. A throw ends the turn (nothing is saved).
+   */
+  beforeBatch?(batch: BatchInfo): Promise<void> | void;
+}
+
+/** One of these components calls a model, a tool or a URL: work worth claiming and keeping. */
+function reachesOutside(core: CanvasCore, ids: readonly string[]): boolean {
+  return ids.some((id) => core.workflow.node(id).definition.external === true);
+}
+
+export interface TurnCounters {
+  steps: number;
+}
+
+type NodeOutcome =
+  | { kind: 'ok'; outputs?: Outputs; next?: readonly string[]; enterScope?: boolean; exitScope?: boolean }
+  | { kind: 'error'; message: string }
+  | { kind: 'transient'; error: TransientError };
+
+const NO_VALUES: Readonly<Record<string, unknown>> = Object.freeze({});
+
+export async function* drive(
+  core: CanvasCore,
+  scope: RunScope,
+  turn: TurnCounters,
+  control: TurnControl,
+): AsyncGenerator<CanvasEvent, void, undefined> {
+  const s = core.state;
+  let lastBatch: readonly string[] = [];
+  for (let batches = 0; ; batches++) {
+    if (scope.signal.aborted || control.cancelled?.()) {
+      yield* settle(core, scope);
+      s.status = 'cancelled';
+      s.frontier = [];
+      yield event('workflow_cancelled', { elapsed_time: elapsedInPass(core), created_at: seconds(core) });
+      return;
+    }
+    const ready = runnable(core, s.frontier);
+    const holding = ready.filter((id) => needsInput(core, id));
+    // a checkpoint between batches, unless this turn ends now anyway
+    if (batches > 0 && control.afterBatch && holding.length === 0 && ready.length > 0) {
+      const failure = yield* settle(core, scope);
+      if (failure) {
+        yield* fail(core, scope, failure);
+        return;
+      }
+      const decision = await control.afterBatch(
+        { state: s, steps: turn.steps, usage: { ...core.usage }, history: [...core.turnHistory] },
+        { ran: lastBatch, external: reachesOutside(core, lastBatch) },
+      );
+      if (decision === 'suspend') {
+        core.suspended = true;
+        return;
+      }
+      if (control.cancelled?.()) continue;
+    }
+    if (holding.length > 0) {
+      yield* pause(core, scope, holding);
+      return;
+    }
+    if (ready.length === 0) {
+      yield* finish(core, scope);
+      return;
+    }
+    const pass = s.pass as NonNullable<CanvasState['pass']>;
+    if (turn.steps + ready.length > core.budgetTurn) {
+      yield* abort(core, scope, 'step_budget_turn', core.budgetTurn, turn.steps);
+      return;
+    }
+    if (pass.steps + ready.length > core.budgetRun) {
+      yield* abort(core, scope, 'step_budget_run', core.budgetRun, pass.steps);
+      return;
+    }
+    turn.steps += ready.length;
+    pass.steps += ready.length;
+
+    const waiting = s.frontier.filter((id) => !ready.includes(id));
+    await control.beforeBatch?.({ ran: ready, external: reachesOutside(core, ready) });
+    const result = yield* runBatch(core, scope, ready);
+    lastBatch = ready;
+    core.previousDue = undefined;
+    const scheduled = unique([...waiting, ...result.next]).filter(
+      (id) => !result.exited.some((container) => core.workflow.isInside(id, container)),
+    );
+    for (const id of scheduled) if (!waiting.includes(id)) arrive(core, id);
+    s.frontier = scheduled;
+    yield* flushDeferred(core, false);
+    if (result.failure) {
+      yield* fail(core, scope, result.failure);
+      return;
+    }
+  }
+}
+
+/**
+ * The scheduled nodes that may run now: those no other scheduled node can still reach.
+ * Two nodes on one cycle do not hold each other.
+ */
+function runnable(core: CanvasCore, frontier: readonly string[]): string[] {
+  const wf = core.workflow;
+  return frontier.filter(
+    (id) => !frontier.some((other) => other !== id && wf.reaches(other, id) && !wf.reaches(id, other)),
+  );
+}
+
+async function* runBatch(
+  core: CanvasCore,
+  scope: RunScope,
+  ids: readonly string[],
+): AsyncGenerator<CanvasEvent, { next: string[]; exited: string[]; failure?: Failure }, undefined> {
+  const startedAt = core.clock();
+  for (const id of ids) {
+    yield event('node_started', { ...nodeInfo(core, id, startedAt), inputs: null, thoughts: '' });
+  }
+  const queues = ids.map(() => new EventQueue<CanvasEvent>());
+  const outcomes = ids.map((id, i) => invoke(core, scope, id, queues[i] as EventQueue<CanvasEvent>));
+
+  const next: string[] = [];
+  const exited: string[] = [];
+  let failure: Failure | undefined;
+  let transient: TransientError | undefined;
+  for (const [i, id] of ids.entries()) {
+    yield* (queues[i] as EventQueue<CanvasEvent>).drain();
+    const outcome = await (outcomes[i] as Promise<NodeOutcome>);
+    if (outcome.kind === 'transient') {
+      transient ??= outcome.error;
+      continue;
+    }
+    const node = core.workflow.node(id);
+    const pass = core.state.pass as NonNullable<CanvasState['pass']>;
+    if (outcome.kind === 'error') {
+      const policy = node.exception;
+      if (policy.method === 'goto' && policy.goto.length > 0) {
+        setOutputs(core, id, { _ERROR: outcome.message });
+        yield finished(core, id, startedAt, outcome.message);
+        next.push(...policy.goto);
+      } else if (policy.method !== null && policy.defaultValue !== null) {
+        setOutputs(core, id, { [node.definition.defaultOutput ?? 'result']: policy.defaultValue });
+        yield finished(core, id, startedAt, null);
+        next.push(...successors(core, id, undefined));
+      } else {
+        setOutputs(core, id, { _ERROR: outcome.message });
+        yield finished(core, id, startedAt, outcome.message);
+        failure ??= { componentId: id, message: outcome.message };
+      }
+      pass.last = id;
+      continue;
+    }
+    if (outcome.outputs) setOutputs(core, id, outcome.outputs);
+    if (outcome.exitScope && node.parentId !== undefined) {
+      const container = node.parentId;
+      yield* finishedOrDeferred(core, id, startedAt);
+      yield* finishedOrDeferred(core, container, core.state.nodes[container]?.since ?? startedAt);
+      exited.push(container);
+      next.push(...successors(core, container, undefined));
+      pass.last = container;
+    } else if (outcome.enterScope && node.scopeEntryId !== undefined) {
+      next.push(node.scopeEntryId);
+    } else {
+      yield* finishedOrDeferred(core, id, startedAt);
+      next.push(...successors(core, id, outcome.next));
+      pass.last = id;
+    }
+  }
+  if (transient) throw transient;
+  return { next, exited, ...(failure ? { failure } : {}) };
+}
+
+/** Where control goes after `id`: its choice or downstream; a body's end goes back to its round start. */
+function successors(core: CanvasCore, id: string, chosen: readonly string[] | undefined): readonly string[] {
+  const node = core.workflow.node(id);
+  const next = chosen ?? node.downstream;
+  if (next.length > 0 || node.parentId === undefined) return next;
+  const start = core.workflow.node(node.parentId).scopeEntryId;
+  return start === undefined ? [] : [start];
+}
+
+async function invoke(core: CanvasCore, scope: RunScope, id: string, queue: EventQueue<CanvasEvent>): Promise<NodeOutcome> {
+  const node = core.workflow.node(id);
+  const form = core.state.nodes[id]?.form;
+  const values = form?.values ?? NO_VALUES;
+  try {
+    // A container's node_finished comes when its body ends; keep when it began.
+    if (node.definition.container) nodeState(core.state, id).since = core.clock();
+    const ctx = new NodeContext(scope, id, queue, values, form?.timedOut === true);
+    const result = await node.definition.invoke(node.params, ctx);
+    return { kind: 'ok', ...(result ?? {}) };
+  } catch (error) {
+    if (error instanceof TransientError) {
+      error.componentId ??= id;
+      return { kind: 'transient', error };
+    }
+    return { kind: 'error', message: errorMessage(error) };
+  } finally {
+    queue.close();
+  }
+}
+
+function unique(ids: readonly string[]): string[] {
+  return [...new Set(ids)];
+}
