@@ -1,6 +1,6 @@
 /**
  * The local stack under measurement, in a process of its own (as a Lambda is): the app exactly
- * as the Lambda entry points wire it (readConfig -> buildDeps -> createApp, with request
+ * as the Lambda entry points wire it (readConfig -> buildRuntime -> appDeps -> createApp, with request
  * telemetry and one metrics flush per request), served by @hono/node-server, on the DynamoDB
  * named by EASEL_DYNAMODB_ENDPOINT / EASEL_DYNAMODB_TABLE. Its DocumentClient carries the
  * recording decorator (bench/lib/recorder.ts). A request with an `x-bench-trace` header gets
@@ -14,8 +14,9 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { readConfig } from '../lib/config';
 import { createApp } from '../lib/http/app';
-import { buildDeps } from '../lib/http/deps';
-import { createTelemetry, withTelemetry } from '../lib/http/observability';
+import { appDeps } from '../lib/http/deps';
+import { withTelemetry } from '../lib/http/observability';
+import { buildRuntime, createTelemetry } from '../lib/runtime';
 import { hashSecret, putApiKey } from '../lib/store/api-keys';
 import { createWorkflow } from '../lib/store/workflows';
 import { instrument, operationName, prepareReplay, replay, type Trace, traceContext } from './lib/recorder';
@@ -50,10 +51,10 @@ const cpu = () => {
 async function main(): Promise<void> {
   const config = readConfig(process.env);
   const telemetry = createTelemetry();
-  const deps = buildDeps(config, { logger: telemetry.logger });
-  const { store } = deps.engine;
+  const runtime = buildRuntime(config, { logger: telemetry.logger });
+  const { store } = runtime;
   instrument(store.doc);
-  const app = withTelemetry(createApp(deps), telemetry.logger, telemetry.metrics);
+  const app = withTelemetry(createApp(appDeps(runtime)), telemetry);
 
   const tenant = `bench${randomBytes(4).toString('hex')}`;
   const apiKey = `bench-${randomBytes(16).toString('hex')}`;

@@ -9,9 +9,8 @@ import { randomBytes } from 'node:crypto';
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Canvas } from '../lib/canvas';
 import { readConfig } from '../lib/config';
-import { buildDeps } from '../lib/http/deps';
+import { buildRuntime } from '../lib/runtime';
 import { itemSize } from '../lib/store/blobs';
-import { createDynamoClients } from '../lib/store/setup';
 import { TABLE_DEFINITION } from '../lib/store/table';
 import { createWorkflow } from '../lib/store/workflows';
 import { executeTurn, type TurnEngine } from '../lib/turns/execute';
@@ -195,9 +194,11 @@ export async function writeCost(db: Database, options: WriteCostOptions): Promis
     `one conversation of ${n} turns with the same output every turn (10-node workflow: queries pause at the form, answers complete), executeTurn on the bench table with ReturnConsumedCapacity; WCU/RCU as reported and as computed from item sizes (whole item on update, +1 KB-unit per changed listing-index entry, reads per 4 KB); "RAGFlow" = the session row RAGFlow rewrites every turn (canvas DSL with its whole state + all messages), from the serialized state of the same conversation; then ${options.keyedTurns} turns with an Idempotency-Key each.`,
   );
   const config = readConfig({ ...process.env, EASEL_DYNAMODB_ENDPOINT: db.endpoint, EASEL_DYNAMODB_TABLE: db.table });
-  const { doc } = createDynamoClients({ endpoint: db.endpoint });
+  // the runtime's own client is the metered one; db.doc reads item sizes unmetered
+  const runtime = buildRuntime(config);
+  const { doc } = runtime.store;
   const usage = meter(doc, db.doc, db.table);
-  const engine: TurnEngine = { ...buildDeps(config).engine, store: { doc, table: db.table, onCapacity: () => undefined } };
+  const engine: TurnEngine = { ...runtime.engine, store: { ...runtime.store, onCapacity: () => undefined } };
   const tenant = `bench${randomBytes(4).toString('hex')}`;
   const workflowId = `wf${randomBytes(4).toString('hex')}`;
   await createWorkflow({ doc: db.doc, table: db.table }, { tenant, id: workflowId, name: 'bench', dsl: benchDsl() });

@@ -7,17 +7,19 @@ import { Hono } from 'hono';
 import { streamHandle } from 'hono/aws-lambda';
 import { readConfig } from '../lib/config';
 import { createApp } from '../lib/http/app';
-import { buildDeps } from '../lib/http/deps';
+import { appDeps } from '../lib/http/deps';
 import { settleInflight } from '../lib/http/inflight';
-import { createTelemetry, lambdaContext, withTelemetry } from '../lib/http/observability';
+import { lambdaContext, withTelemetry } from '../lib/http/observability';
+import { buildRuntime, createTelemetry } from '../lib/runtime';
 
 /** A client that went away can stall the body for good: once the turns settled, it gets this long. */
 const DRAIN_MS = 10_000;
 
 const telemetry = createTelemetry();
-const { logger, metrics } = telemetry;
+const { logger } = telemetry;
+const runtime = buildRuntime(readConfig(), { logger });
 // a turn follower's stream ends within the function's 15 minutes; the client reconnects
-const app = withTelemetry(createApp({ ...buildDeps(readConfig(), { logger }), followMaxMs: 14 * 60_000 }), logger, metrics);
+const app = withTelemetry(createApp({ ...appDeps(runtime), followMaxMs: 14 * 60_000 }), telemetry);
 const responded = new WeakMap<object, () => void>();
 // streamHandle calls awslambda.streamifyResponse itself; the export below wraps what it returns
 const serve = streamHandle(new Hono().all('*', async (c) => {

@@ -7,14 +7,15 @@ import type { Context } from 'aws-lambda';
 import { defaultIsContentTypeBinary, handle, type LambdaEvent } from 'hono/aws-lambda';
 import { readConfig } from '../lib/config';
 import { createApp } from '../lib/http/app';
-import { buildDeps } from '../lib/http/deps';
+import { appDeps } from '../lib/http/deps';
 import { settleInflight } from '../lib/http/inflight';
-import { createTelemetry, withTelemetry } from '../lib/http/observability';
+import { withTelemetry } from '../lib/http/observability';
+import { buildRuntime, createTelemetry } from '../lib/runtime';
 
 const telemetry = createTelemetry();
-const { logger, metrics } = telemetry;
+const runtime = buildRuntime(readConfig(), { logger: telemetry.logger });
 // API Gateway cuts responses at 30 s (and this function's timeout is 29 s): a turn follower's stream ends before, and the client reconnects
-const app = withTelemetry(createApp({ ...buildDeps(readConfig(), { logger }), followMaxMs: 20_000 }), logger, metrics);
+const app = withTelemetry(createApp({ ...appDeps(runtime), followMaxMs: 20_000 }), telemetry);
 // SSE is text: no base64 (a third larger) for API Gateway to decode
 const serve = handle(app, { isContentTypeBinary: (type) => !type.startsWith('text/event-stream') && defaultIsContentTypeBinary(type) });
 

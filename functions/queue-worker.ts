@@ -5,28 +5,19 @@
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { readConfig } from '../lib/config';
-import { buildDeps } from '../lib/http/deps';
-import { createTelemetry } from '../lib/http/observability';
-import { SsrfGuard } from '../lib/outbound/ssrf';
+import { buildRuntime, createTelemetry, queueDeps } from '../lib/runtime';
 import { processBatch } from '../lib/turns/queue';
 
 const config = readConfig();
 const telemetry = createTelemetry();
-const deps = buildDeps(config, { logger: telemetry.logger });
-const guard = new SsrfGuard({ allow: config.ssrfAllow });
+const runtime = buildRuntime(config, { logger: telemetry.logger });
+const deps = queueDeps(runtime, { count: (outcome) => telemetry.metrics.addMetric(`QueuedTurns_${outcome}`, 'Count', 1) });
 
 export async function handler(event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse> {
   const remaining = context?.getRemainingTimeInMillis?.();
   try {
     return await processBatch(
-      {
-        engine: deps.engine,
-        guard,
-        log: (message, fields) => telemetry.logger.info(message, fields),
-        count: (outcome) => telemetry.metrics.addMetric(`QueuedTurns_${outcome}`, 'Count', 1),
-        ...(deps.enqueue ? { requeue: deps.enqueue } : {}),
-        holdMs: config.queue.asyncLeaseMs,
-      },
+      deps,
       event.Records,
       remaining === undefined ? {} : { stopBy: Date.now() + remaining - config.queue.workerMarginMs },
     );

@@ -3,13 +3,12 @@
  * an explicit delete). Reports partial batch failures so only failed records are retried.
  */
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { cascadeRemovedHeads } from '../lib/store/cleanup';
 import { readStoreConfig } from '../lib/config';
-import { createDynamoClients } from '../lib/store/setup';
+import { buildStore } from '../lib/runtime/store';
+import { cascadeRemovedHeads } from '../lib/store/cleanup';
 
-const config = readStoreConfig();
-const { doc } = createDynamoClients(config.endpoint ? { endpoint: config.endpoint } : {});
-const table = config.table;
+// only the store: this function runs no turn, so it builds no engine, models or secrets
+const { store } = buildStore(readStoreConfig());
 
 export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
   const removed = event.Records.filter((r) => r.eventName === 'REMOVE').map((r) => ({
@@ -17,6 +16,6 @@ export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatch
     pk: r.dynamodb?.Keys?.pk?.S ?? '',
     sk: r.dynamodb?.Keys?.sk?.S ?? '',
   }));
-  const { failed } = await cascadeRemovedHeads({ doc, table }, removed);
+  const { failed } = await cascadeRemovedHeads(store, removed);
   return { batchItemFailures: failed.map((itemIdentifier) => ({ itemIdentifier })) };
 }

@@ -9,9 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { readStoreConfig } from '../../lib/config';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../../lib/local/dynamodb-local';
+import { buildStore } from '../../lib/runtime/store';
 import { keys, SESSION_HEAD_SK, TURN_PREFIX } from '../../lib/store/item-keys';
-import { createDynamoClients, type DynamoClients, ensureTable } from '../../lib/store/setup';
+import { type DynamoClients, ensureTable } from '../../lib/store/setup';
 import type { StackMessage, StackRequest, TraceSummary } from '../stack-server';
 import { turnInput } from '../workflow';
 import type { ReplayResult } from './recorder';
@@ -28,11 +30,12 @@ export interface Database extends DynamoClients {
 
 /** DynamoDB Local in memory, unless EASEL_DYNAMODB_ENDPOINT names a DynamoDB; the table made. */
 export async function openDatabase(): Promise<Database> {
-  const external = process.env.EASEL_DYNAMODB_ENDPOINT?.trim() || undefined;
+  const external = readStoreConfig().endpoint;
   let local: DynamoDbLocal | undefined;
   const started = Date.now();
   const endpoint = external ?? (local = await startDynamoDbLocal({ inMemory: true })).endpoint;
-  const clients = createDynamoClients({ endpoint });
+  const { client, store } = buildStore({ endpoint, table: BENCH_TABLE });
+  const clients: DynamoClients = { client, doc: store.doc };
   await ensureTable(clients.client, BENCH_TABLE);
   return {
     ...clients,

@@ -3,13 +3,14 @@
  * HTTP API (`handle`) and a Lambda Function URL in streaming mode (`streamHandle`).
  *
  * @example
- *   const app = createApp(buildDeps(readConfig()));
+ *   const app = createApp(appDeps(buildRuntime(readConfig())));
  *   serve({ fetch: app.fetch, port: 3000 });
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
+import type { Logger } from '../runtime/telemetry';
 import { StopAccepted, type TurnEngine } from '../turns/execute';
 import type { QueueMessage } from '../turns/queue';
 import type { Authenticator, Principal } from './auth';
@@ -33,10 +34,8 @@ export interface HttpLimits {
 
 export const DEFAULT_LIMITS: HttpLimits = { maxBodyBytes: 1024 * 1024, maxJsonDepth: 64, maxResponseBytes: 256 * 1024 };
 
-export interface Logger {
-  info(message: string, fields?: Record<string, unknown>): void;
-  error(message: string, fields?: Record<string, unknown>): void;
-}
+/** The app logs through the runtime's logger (lib/runtime/telemetry.ts). */
+export type { Logger };
 
 export interface AppDeps {
   engine: TurnEngine;

@@ -1,75 +1,35 @@
 /**
- * Everything the app needs, built from the configuration: the DynamoDB clients, the model
- * resolver, the SSRF guard, secrets, the turn engine and the authenticator. Used by the Lambda
- * entry points and the local server alike, so both run the same wiring.
+ * What the app needs beyond the runtime (lib/runtime): the authenticator and the HTTP limits
+ * from the configuration. The HTTP entry points (functions/http*.ts, npm start, the bench's
+ * stack server) build a runtime, then the app on it, so every one runs the same wiring.
+ *
+ * @example
+ *   const runtime = buildRuntime(readConfig(), { logger });
+ *   const app = createApp({ ...appDeps(runtime), followMaxMs: 20_000 });
  */
-import { builtinComponents } from '../components';
-import { services } from '../components/services';
 import type { EaselConfig } from '../config';
-import { createModelResolver } from '../llm/models';
-import { SsrfGuard } from '../outbound/ssrf';
-import { createDynamoClients } from '../store/setup';
-import type { TurnEngine } from '../turns/execute';
-import type { QueueMessage } from '../turns/queue';
-import type { AppDeps, Logger } from './app';
+import { buildRuntime, type Runtime, type RuntimeOptions } from '../runtime';
+import type { AppDeps } from './app';
 import { createAuthenticator } from './auth';
 
-/** Reads SSM parameters (decrypted, cached five minutes); loaded only when configured. */
-async function ssmParameter(name: string): Promise<string | undefined> {
-  const { getParameter } = await import('@aws-lambda-powertools/parameters/ssm');
-  return getParameter(name, { decrypt: true, maxAge: 300 });
-}
-
-/** SQS is loaded only where a queue is configured. */
-async function sendToQueue(url: string, message: QueueMessage): Promise<void> {
-  const { SQSClient, SendMessageCommand } = await import('@aws-sdk/client-sqs');
-  // the queue URL's host is the queue's endpoint (an SQS-compatible server too)
-  sqs ??= new SQSClient({ endpoint: new URL(url).origin });
-  await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: JSON.stringify(message) }));
-}
-let sqs: import('@aws-sdk/client-sqs').SQSClient | undefined;
-
-export function buildDeps(config: EaselConfig, options: { logger?: Logger } = {}): AppDeps {
-  const { doc } = createDynamoClients(config.store.endpoint ? { endpoint: config.store.endpoint } : {});
-  const store = { doc, table: config.store.table };
-  const llm = config.llm.openai && config.secrets.llmApiKeyParameter
-    ? { ...config.llm, openai: { ...config.llm.openai, apiKey: () => ssmParameter(config.secrets.llmApiKeyParameter as string) } }
-    : config.llm;
-  // SSM-held secrets are fetched ahead (Invoke fills headers synchronously) and refreshed by the cache
-  const fetched = new Map<string, string>();
-  const refresh = async () => {
-    await Promise.all(Object.entries(config.secrets.parameters).map(async ([name, parameter]) => {
-      const value = await ssmParameter(parameter);
-      if (value !== undefined) fetched.set(name, value);
-    }));
-  };
-  if (Object.keys(config.secrets.parameters).length > 0) void refresh().catch((error: unknown) => options.logger?.error('could not read secrets', { error: String(error) }));
-  const engine: TurnEngine = {
-    store,
-    registry: builtinComponents,
-    services: services({
-      models: createModelResolver(llm),
-      guard: new SsrfGuard({ allow: config.ssrfAllow }),
-      secret: (name) => config.secrets.values[name] ?? fetched.get(name),
-    }),
-    leaseMs: config.store.leaseMs,
-    listingRefreshMs: config.store.listingRefreshMs,
-    sessionTtlSeconds: config.store.sessionTtlSeconds,
-    stepBudgetTurn: config.stepBudgetTurn,
-    stepBudgetRun: config.stepBudgetRun,
-  };
-  const queueUrl = config.queue.url;
+export function appDeps(runtime: Runtime): AppDeps {
+  const { config, logger } = runtime;
   return {
-    engine,
+    engine: runtime.engine,
     asyncLeaseMs: config.queue.asyncLeaseMs,
-    ...(queueUrl ? { enqueue: (message) => sendToQueue(queueUrl, message) } : {}),
-    auth: createAuthenticator(store, { cacheMs: config.http.authCacheMs }),
+    ...(runtime.enqueue ? { enqueue: runtime.enqueue } : {}),
+    auth: createAuthenticator(runtime.store, { cacheMs: config.http.authCacheMs }),
     limits: { maxBodyBytes: config.http.maxBodyBytes, maxResponseBytes: config.http.maxResponseBytes, maxJsonDepth: config.http.maxJsonDepth },
     maxFieldBytes: config.http.maxFieldBytes,
     maxDslNodes: config.http.maxDslNodes,
     maxFileBytes: config.http.maxFileBytes,
     corsOrigins: config.http.corsOrigins,
     frameAncestors: config.http.frameAncestors,
-    ...(options.logger ? { logger: options.logger } : {}),
+    ...(logger ? { logger } : {}),
   };
+}
+
+/** A runtime and the app's dependencies on it, in one call (test servers). */
+export function buildDeps(config: EaselConfig, options: RuntimeOptions = {}): AppDeps {
+  return appDeps(buildRuntime(config, options));
 }

@@ -1,67 +1,22 @@
 /**
- * Logs and metrics of the Lambda entry points: Powertools Logger (JSON lines, level from
- * POWERTOOLS_LOG_LEVEL, INFO by default) behind the app's `Logger`, Powertools Metrics (EMF,
- * namespace `Easel`) and one log line plus metrics per request. Metrics are only stored here;
- * the entry points publish them at the end of each invocation, so the local server and the
- * tests, which never publish, print nothing.
+ * Request telemetry of the HTTP entry points, on top of lib/runtime/telemetry.ts (the logger,
+ * the metrics and `flush()` every entry point shares): one log line plus metrics per request,
+ * with the route pattern, status, latency and ids, a streamed body measured to its end, and the
+ * Lambda context under `handle` or `streamHandle`.
  *
  * @example
  *   const telemetry = createTelemetry();
- *   const app = withTelemetry(createApp(buildDeps(readConfig(), telemetry)), telemetry.logger, telemetry.metrics);
+ *   const app = withTelemetry(createApp(appDeps(buildRuntime(readConfig(), telemetry))), telemetry);
  *   // ... serve one invocation, then:
  *   telemetry.flush();
  */
-import { Logger as PowertoolsLogger } from '@aws-lambda-powertools/logger';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context as LambdaContext } from 'aws-lambda';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
-import type { App, AppEnv, Logger } from './app';
+import type { Logger, Telemetry } from '../runtime/telemetry';
+import type { App, AppEnv } from './app';
 import type { Principal } from './auth';
-
-export const SERVICE = 'easel';
-export const METRICS_NAMESPACE = 'Easel';
-
-export interface Telemetry {
-  logger: Logger;
-  metrics: Metrics;
-  /**
-   * The end of an invocation, for Lambda entry points only: records the requests whose
-   * streamed body was abandoned unread, then publishes the stored metrics (one EMF line).
-   */
-  flush(): void;
-}
-
-export function createTelemetry(): Telemetry {
-  const powertools = new PowertoolsLogger({ serviceName: SERVICE });
-  const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE });
-  return {
-    logger: {
-      info: (message, fields) => powertools.info(message, scrub(fields ?? {})),
-      error: (message, fields) => powertools.error(message, scrub(fields ?? {})),
-    },
-    metrics,
-    flush() {
-      recordAbandoned();
-      // nothing stored (an event hono refused before the app saw it): no "no metrics" warning
-      if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
-    },
-  };
-}
-
-/** Field names whose values never reach a log line, at any depth. */
-const SECRET_FIELD = /secret|password|authorization|cookie|^(token|key|api[-_]?key|x-api-key|body|request_body)$|[-_](token|api[-_]?key)$/i;
-
-function scrub(fields: Record<string, unknown>, depth = 0): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(fields)) {
-    if (SECRET_FIELD.test(name)) out[name] = '[redacted]';
-    else if (depth < 3 && value !== null && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Error)) {
-      out[name] = scrub(value as Record<string, unknown>, depth + 1);
-    } else out[name] = value;
-  }
-  return out;
-}
 
 /** What `hono/aws-lambda` binds to `c.env`; absent under the Node server. */
 interface LambdaBindings {
@@ -83,7 +38,10 @@ let coldStart = true;
 /** Streamed requests whose body has not ended yet, with what records them. */
 const open = new Set<(outcome: string) => void>();
 
-/** A streamed body abandoned unread (its writer failed) never ends: its request is recorded now. */
+/**
+ * A streamed body abandoned unread (its writer failed) never ends: its request is recorded now,
+ * when the invocation's telemetry is flushed.
+ */
 function recordAbandoned(): void {
   for (const record of [...open]) record('abandoned');
 }
@@ -167,11 +125,13 @@ function observeEnd(body: ReadableStream<Uint8Array>, end: (outcome: string) => 
 /**
  * The app behind request telemetry. The middleware has to run before the app's routes, so it
  * sits in an outer app that mounts them; `route()` copies routes but not the not-found
- * handler, so unmatched requests are answered by the app itself.
+ * handler, so unmatched requests are answered by the app itself. Each `telemetry.flush()`
+ * first records the streamed requests left unfinished.
  */
-export function withTelemetry(app: App, logger: Logger, metrics?: Metrics): Hono<AppEnv> {
+export function withTelemetry(app: App, telemetry: Pick<Telemetry, 'logger' | 'metrics' | 'beforeFlush'>): Hono<AppEnv> {
+  telemetry.beforeFlush(recordAbandoned);
   const outer = new Hono<AppEnv>();
-  outer.use('*', requestTelemetry(logger, metrics));
+  outer.use('*', requestTelemetry(telemetry.logger, telemetry.metrics));
   outer.route('/', app);
   outer.notFound((c) => app.fetch(c.req.raw, c.env));
   return outer;

@@ -8,17 +8,11 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import { ConfigError, readConfig, readLocalConfig } from '../config';
-import { createApp } from '../http/app';
-import { buildDeps } from '../http/deps';
-import { SsrfGuard } from '../outbound/ssrf';
-import { processBatch } from '../turns/queue';
-import { closeUnreadBodies } from './close-unread-bodies';
-import { createInProcessQueue } from './in-process-queue';
-import { registerLocalQueueRoute } from './queue-route';
-import { pumpDueTimers } from '../turns/timers';
 import { settleInflight } from '../http/inflight';
 import { newSecret } from '../http/routes/keys';
-import { createDynamoClients, ensureTable } from '../store/setup';
+import { ensureTable } from '../store/setup';
+import { buildLocalApp } from './app';
+import { closeUnreadBodies } from './close-unread-bodies';
 import { apiKeyProblem, LOCAL_DATA_DIR, MIN_KEY_LENGTH, LOCAL_TENANT, loadExamples, readExamples, registerLocalKey } from './bootstrap';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
 
@@ -80,37 +74,21 @@ async function main(): Promise<number> {
   const startup = (async () => {
     const endpoint = config.store.endpoint ?? (ddb = await startDynamoDbLocal(inMemory ? { inMemory: true } : { dataDir: LOCAL_DATA_DIR })).endpoint;
     const dbStarted = Date.now();
-    const { client } = createDynamoClients({ endpoint });
-    try {
-      await ensureTable(client, config.store.table);
-    } finally {
-      client.destroy();
-    }
-    const deps = buildDeps({ ...config, store: { ...config.store, endpoint } }, {
-      logger: { info: () => undefined, error: (message, fields) => console.error(`[easel] ${message}`, JSON.stringify(fields ?? {})) },
-    });
-    const secret = envKey ?? newSecret();
-    const key = await registerLocalKey(deps.engine.store, secret, envKey ? 'local admin (EASEL_API_KEY)' : `local admin (generated ${new Date().toISOString()})`);
-    const examples = await loadExamples(deps.engine.store, deps.engine.registry, await readExamples());
-    const log = (m: string, f: Record<string, unknown>) => console.error(`[easel] ${m}`, JSON.stringify(f));
     // async and queued turns run in this process, through the same handler as the Lambda worker
-    let localQueue: ReturnType<typeof createInProcessQueue> | undefined;
-    if (!deps.enqueue) {
-      const guard = new SsrfGuard({ allow: config.ssrfAllow });
-      const queue = createInProcessQueue((records) =>
-        processBatch({ engine: deps.engine, guard, log, requeue: (message) => queue.enqueue(message), holdMs: config.queue.asyncLeaseMs }, records));
-      deps.enqueue = queue.enqueue;
-      queueIdle = () => queue.idle();
-      localQueue = queue;
-    }
-    const app = createApp(deps);
-    if (localQueue) registerLocalQueueRoute(app, localQueue.enqueue);
+    const { app, runtime, queueIdle: idle, pump: pumpTimers } = buildLocalApp({ ...config, store: { ...config.store, endpoint } });
+    queueIdle = idle;
+    await ensureTable(runtime.dynamo, config.store.table);
+    const { engine } = runtime;
+    const secret = envKey ?? newSecret();
+    const key = await registerLocalKey(engine.store, secret, envKey ? 'local admin (EASEL_API_KEY)' : `local admin (generated ${new Date().toISOString()})`);
+    const examples = await loadExamples(engine.store, engine.registry, await readExamples());
+    const log = (m: string, f: Record<string, unknown>) => console.error(`[easel] ${m}`, JSON.stringify(f));
     // the pump function's work (every minute on AWS), every few seconds here: due form timers fire
     let pumping = false;
     pump = setInterval(() => {
       if (pumping) return;
       pumping = true;
-      pumpDueTimers(deps.engine, 100, log)
+      pumpTimers()
         .then((report) => {
           if (report.fired > 0 || report.failed > 0) log('timers pumped', { ...report });
         }, (error: unknown) => log('the timer pump failed', { error: error instanceof Error ? error.message : String(error) }))

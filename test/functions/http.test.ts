@@ -92,7 +92,7 @@ describe('functions/http: API Gateway HTTP API (payload 2.0)', () => {
   });
 
   it("redacts secret-looking fields the app's logger is given", async () => {
-    const { createTelemetry } = await import('../../lib/http/observability');
+    const { createTelemetry } = await import('../../lib/runtime/telemetry');
     const { logger } = createTelemetry();
     const { lines } = await captureOutput(async () => {
       logger.error('unhandled error', { authorization: `Bearer ${secret}`, request: { headers: { 'x-api-key': secret }, body: '{"a":1}' }, usage: { total_tokens: 7 } });

@@ -1,0 +1,56 @@
+/**
+ * The app `npm start` serves, on a runtime (lib/runtime) like every other entry point: with no
+ * SQS queue configured, async and queued turns run in this process through the same batch
+ * handler as the Lambda worker, and the local queue route is added; `pump()` does the pump
+ * function's work (due form timers). Building it starts nothing and opens no connection.
+ *
+ * @example
+ *   const local = buildLocalApp({ ...config, store: { ...config.store, endpoint } });
+ *   const server = createAdaptorServer({ fetch: local.app.fetch });
+ *   setInterval(() => void local.pump(), 5_000);
+ */
+import type { EaselConfig } from '../config';
+import { type App, createApp } from '../http/app';
+import { appDeps } from '../http/deps';
+import { buildRuntime, type Logger, queueDeps, type Runtime } from '../runtime';
+import { processBatch } from '../turns/queue';
+import { pumpDueTimers } from '../turns/timers';
+import { createInProcessQueue } from './in-process-queue';
+import { registerLocalQueueRoute } from './queue-route';
+
+export interface LocalApp {
+  app: App;
+  runtime: Runtime;
+  /** Resolves once the in-process worker has nothing in hand (immediately with an SQS queue). */
+  queueIdle(): Promise<void>;
+  /** Fires the form timers that are due. */
+  pump(): ReturnType<typeof pumpDueTimers>;
+}
+
+/** Errors to stderr, `[easel] message {fields}`; the app's info lines are not printed. */
+const consoleLogger: Logger = {
+  info: () => undefined,
+  error: (message, fields) => console.error(`[easel] ${message}`, JSON.stringify(fields ?? {})),
+};
+
+/** What the worker and the pump report, to stderr. */
+const log = (message: string, fields: Record<string, unknown>) => console.error(`[easel] ${message}`, JSON.stringify(fields));
+
+export function buildLocalApp(config: EaselConfig, options: { logger?: Logger } = {}): LocalApp {
+  const runtime = buildRuntime(config, { logger: options.logger ?? consoleLogger });
+  const deps = appDeps(runtime);
+  let queue: ReturnType<typeof createInProcessQueue> | undefined;
+  if (!deps.enqueue) {
+    const local = createInProcessQueue((records) => processBatch(queueDeps(runtime, { log, requeue: (message) => local.enqueue(message) }), records));
+    deps.enqueue = local.enqueue;
+    queue = local;
+  }
+  const app = createApp(deps);
+  if (queue) registerLocalQueueRoute(app, queue.enqueue);
+  return {
+    app,
+    runtime,
+    queueIdle: async () => queue?.idle(),
+    pump: () => pumpDueTimers(runtime.engine, 100, log),
+  };
+}

@@ -1,0 +1,32 @@
+/**
+ * The turn engine (lib/turns) from its parts: the store, the built-in components, the services
+ * components call out through (models, the SSRF guard, secrets) and the configured budgets.
+ */
+import { builtinComponents } from '../components';
+import { services } from '../components/services';
+import type { EaselConfig } from '../config';
+import type { ModelResolver } from '../llm/models';
+import type { SsrfGuard } from '../outbound/ssrf';
+import type { StoreContext } from '../store/dynamo';
+import type { TurnEngine } from '../turns/execute';
+import type { SecretLookup } from './secrets';
+
+export interface EngineParts {
+  store: StoreContext;
+  models: ModelResolver;
+  guard: SsrfGuard;
+  secret: SecretLookup;
+}
+
+export function buildEngine(config: Pick<EaselConfig, 'store' | 'stepBudgetTurn' | 'stepBudgetRun'>, parts: EngineParts): TurnEngine {
+  return {
+    store: parts.store,
+    registry: builtinComponents,
+    services: services({ models: parts.models, guard: parts.guard, secret: parts.secret }),
+    leaseMs: config.store.leaseMs,
+    listingRefreshMs: config.store.listingRefreshMs,
+    sessionTtlSeconds: config.store.sessionTtlSeconds,
+    stepBudgetTurn: config.stepBudgetTurn,
+    stepBudgetRun: config.stepBudgetRun,
+  };
+}
