@@ -38,6 +38,21 @@ export class HttpError extends EaselError {
   }
 }
 
+/**
+ * The validation hook of every OpenAPIHono app (the main one and sub-apps): a request that
+ * does not match its schema is `invalid_request` naming the first field, with all of them in
+ * `fields`.
+ */
+export function validationHook(result: { success: boolean; error?: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } }): void {
+  if (result.success) return;
+  const issues = result.error?.issues ?? [];
+  const path = (i: { path: readonly PropertyKey[] }) => i.path.map(String).join('.');
+  const issue = issues[0];
+  throw new HttpError('invalid_request', `${(issue && path(issue)) || 'body'}: ${issue?.message ?? 'invalid'}`, {
+    fields: issues.map((i) => ({ field: path(i), message: i.message })),
+  });
+}
+
 export function errorResponse(error: unknown): { status: number; body: ErrorBody } | undefined {
   if (!(error instanceof EaselError)) return undefined;
   const status = STATUS_BY_CODE[error.code];
