@@ -11,8 +11,11 @@ import type { SsrfGuard } from '../outbound/ssrf';
 export interface ComponentServices {
   models?: ModelResolver;
   guard?: SsrfGuard;
-  /** Secret values by name, for `{secret.NAME}` in Invoke headers. */
-  secret?: (name: string) => string | undefined;
+  /**
+   * Secret values by name, for `{secret.NAME}` in Invoke headers: the run's tenant's secrets
+   * (lib/secrets), so hosts hand each run a resolver of its own tenant.
+   */
+  secret?: (name: string) => string | undefined | Promise<string | undefined>;
 }
 
 export function services(options: ComponentServices): Readonly<Record<string, unknown>> {
@@ -31,6 +34,6 @@ export function guardOf(ctx: ComponentContext): SsrfGuard {
   return guard;
 }
 
-export function secretOf(ctx: ComponentContext, name: string): string | undefined {
+export async function secretOf(ctx: ComponentContext, name: string): Promise<string | undefined> {
   return (ctx.services as ComponentServices).secret?.(name);
 }

@@ -8,6 +8,7 @@ import { services } from '../components/services';
 import type { EaselConfig } from '../config';
 import { createModelResolver } from '../llm/models';
 import { SsrfGuard } from '../outbound/ssrf';
+import { setupSecrets } from '../secrets';
 import { createDynamoClients } from '../store/setup';
 import type { TurnEngine } from '../turns/execute';
 import type { QueueMessage } from '../turns/queue';
@@ -35,23 +36,15 @@ export function buildDeps(config: EaselConfig, options: { logger?: Logger } = {}
   const llm = config.llm.openai && config.secrets.llmApiKeyParameter
     ? { ...config.llm, openai: { ...config.llm.openai, apiKey: () => ssmParameter(config.secrets.llmApiKeyParameter as string) } }
     : config.llm;
-  // SSM-held secrets are fetched ahead (Invoke fills headers synchronously) and refreshed by the cache
-  const fetched = new Map<string, string>();
-  const refresh = async () => {
-    await Promise.all(Object.entries(config.secrets.parameters).map(async ([name, parameter]) => {
-      const value = await ssmParameter(parameter);
-      if (value !== undefined) fetched.set(name, value);
-    }));
-  };
-  if (Object.keys(config.secrets.parameters).length > 0) void refresh().catch((error: unknown) => options.logger?.error('could not read secrets', { error: String(error) }));
+  // `{secret.NAME}` resolves only in a tenant's run: that tenant's secrets, and the operator's
+  // secrets allow-listed for it (read at call time; SSM values cached by Powertools)
+  const secrets = setupSecrets(config.secrets, { store, getParameter: ssmParameter });
+  const runServices = { models: createModelResolver(llm), guard: new SsrfGuard({ allow: config.ssrfAllow }) };
   const engine: TurnEngine = {
     store,
     registry: builtinComponents,
-    services: services({
-      models: createModelResolver(llm),
-      guard: new SsrfGuard({ allow: config.ssrfAllow }),
-      secret: (name) => config.secrets.values[name] ?? fetched.get(name),
-    }),
+    services: services(runServices),
+    servicesFor: (tenant) => services({ ...runServices, secret: secrets.resolverFor(tenant) }),
     leaseMs: config.store.leaseMs,
     sessionTtlSeconds: config.store.sessionTtlSeconds,
     stepBudgetTurn: config.stepBudgetTurn,
@@ -63,6 +56,7 @@ export function buildDeps(config: EaselConfig, options: { logger?: Logger } = {}
     asyncLeaseMs: config.queue.asyncLeaseMs,
     ...(queueUrl ? { enqueue: (message) => sendToQueue(queueUrl, message) } : {}),
     auth: createAuthenticator(store, { cacheMs: config.http.authCacheMs }),
+    secrets: secrets.tenantSecrets,
     limits: { maxBodyBytes: config.http.maxBodyBytes, maxResponseBytes: config.http.maxResponseBytes, maxJsonDepth: config.http.maxJsonDepth },
     maxFieldBytes: config.http.maxFieldBytes,
     maxDslNodes: config.http.maxDslNodes,
