@@ -56,6 +56,12 @@ export interface SecretsConfig {
   parameters: Record<string, string>;
   /** The SSM parameter holding the LLM API key (EASEL_LLM_API_KEY_PARAMETER). */
   llmApiKeyParameter?: string;
+  /** The SSM SecureString holding the master key ring (EASEL_MASTER_KEY_PARAMETER); unset: `.easel/master-key.json`. */
+  masterKeyParameter?: string;
+  /** Without a parameter: the local key file (EASEL_MASTER_KEY_FILE); unset: `.easel/master-key.json` in the working directory. */
+  masterKeyFile?: string;
+  /** Tenant id -> the names among `values`/`parameters` its runs may use (EASEL_OPERATOR_SECRETS_FOR_TENANTS); others resolve none. */
+  operatorForTenants: Record<string, string[]>;
 }
 
 export interface EaselConfig {
@@ -229,7 +235,7 @@ export function readConfig(env: Env = process.env): EaselConfig {
     problems.push(`EASEL_SSRF_ALLOW: ${(error as Error).message.replace(/^SSRF allow list:\s*/, '')}`);
   }
 
-  const secrets: SecretsConfig = { values: {}, parameters: {} };
+  const secrets: SecretsConfig = { values: {}, parameters: {}, operatorForTenants: {} };
   for (const [name, value] of Object.entries(env)) {
     const m = /^EASEL_SECRET_([A-Za-z0-9_]+)$/.exec(name);
     if (m?.[1] && value) secrets.values[m[1]] = value;
@@ -246,6 +252,23 @@ export function readConfig(env: Env = process.env): EaselConfig {
   }
   const keyParameter = get('EASEL_LLM_API_KEY_PARAMETER');
   if (keyParameter) secrets.llmApiKeyParameter = keyParameter;
+  const masterKeyParameter = get('EASEL_MASTER_KEY_PARAMETER');
+  if (masterKeyParameter) secrets.masterKeyParameter = masterKeyParameter;
+  const masterKeyFile = get('EASEL_MASTER_KEY_FILE');
+  if (masterKeyFile) secrets.masterKeyFile = masterKeyFile;
+  const forTenants = get('EASEL_OPERATOR_SECRETS_FOR_TENANTS');
+  if (forTenants !== undefined) {
+    try {
+      const parsed: unknown = JSON.parse(forTenants);
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not a map');
+      for (const names of Object.values(parsed)) {
+        if (!Array.isArray(names) || !names.every((n) => typeof n === 'string' && /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(n))) throw new Error('not a list of names');
+      }
+      secrets.operatorForTenants = parsed as Record<string, string[]>;
+    } catch {
+      problems.push('EASEL_OPERATOR_SECRETS_FOR_TENANTS must be a JSON object mapping a tenant id to the operator secret names it may use, e.g. {"acme": ["SHARED_CRM_TOKEN"]}');
+    }
+  }
 
   const queueUrl = get('EASEL_TURN_QUEUE_URL');
   const config: EaselConfig = {

@@ -50,6 +50,25 @@ describe('readConfig', () => {
     expect(problems).toMatch(/EASEL_LLM_DEFAULT_MODEL must name a model/);
   });
 
+  it('reads the secrets settings: operator values, SSM names, the master key and the per-tenant allow list', () => {
+    const config = readConfig({
+      EASEL_SECRET_SHARED_CRM: 'v1',
+      EASEL_SSM_SECRETS: '{"BILLING": "/easel/billing"}',
+      EASEL_MASTER_KEY_PARAMETER: '/easel/master-key',
+      EASEL_OPERATOR_SECRETS_FOR_TENANTS: '{"acme": ["SHARED_CRM", "BILLING"]}',
+    });
+    expect(config.secrets).toEqual({
+      values: { SHARED_CRM: 'v1' },
+      parameters: { BILLING: '/easel/billing' },
+      masterKeyParameter: '/easel/master-key',
+      operatorForTenants: { acme: ['SHARED_CRM', 'BILLING'] },
+    });
+    expect(readConfig({}).secrets.operatorForTenants).toEqual({});
+    for (const bad of ['["acme"]', '{"acme": "SHARED"}', '{"acme": ["bad-name"]}', 'nope']) {
+      expect(() => readConfig({ EASEL_OPERATOR_SECRETS_FOR_TENANTS: bad })).toThrow(/EASEL_OPERATOR_SECRETS_FOR_TENANTS must be a JSON object/);
+    }
+  });
+
   it('refuses an openai model without an endpoint, and unknown model names', () => {
     expect(() => readConfig({ EASEL_LLM_DEFAULT_MODEL: 'openai:gpt-4o' })).toThrow(/needs EASEL_LLM_BASE_URL/);
     expect(() => readConfig({ EASEL_LLM_MODELS: '{"x": "mistral:large"}' })).toThrow(/EASEL_LLM_MODELS\["x"\]: "mistral:large" is not a model/);

@@ -1,8 +1,9 @@
 /**
  * Invoke: an HTTP request to a tenant-supplied URL, through the SSRF guard. `variables` become
  * the query string (GET, DELETE, HEAD) or a JSON / form body (POST, PUT, PATCH); headers are a
- * JSON object whose values may reference variables and `{secret.NAME}` (resolved from the
- * host's configuration at request time, never stored). The response text is `result`.
+ * JSON object whose values may reference variables and `{secret.NAME}` (the run's tenant's
+ * secrets, resolved at request time, never stored). The response text is `result`, with every
+ * resolved secret value redacted from it (an echoing server leaks nothing into the state).
  *
  * Timeouts, network failures and 429/5xx answers are retried `max_retries` times — only for
  * idempotent methods unless `retry_non_idempotent` is set — and then fail the turn as
@@ -13,6 +14,7 @@ import { type ComponentContext, defineComponent } from '../canvas/component';
 import { ComponentError, TransientError } from '../canvas/errors';
 import { isRecord, valueToText } from '../canvas/references';
 import { OutboundError, outboundRequest } from '../outbound/request';
+import { redactSecrets } from '../secrets/redact';
 import { checkVariable } from './checks';
 import { guardOf, secretOf } from './services';
 
@@ -72,7 +74,7 @@ export const invoke = defineComponent({
     let url = (await ctx.render(p.url)).trim();
     if (!/^https?:\/\//i.test(url)) url = `http://${url}`;
     const args = await argumentsOf(p, ctx);
-    const headers = await headersOf(p, ctx);
+    const { headers, secrets } = await headersOf(p, ctx);
     let body: string | undefined;
     if (WITH_BODY.has(p.method)) {
       if (p.datatype === 'json') {
@@ -103,16 +105,16 @@ export const invoke = defineComponent({
         });
         if (response.status !== 429 && response.status < 500) {
           const result = p.clean_html ? htmlToText(response.body) : response.body;
-          return { outputs: { result, status: response.status } };
+          return { outputs: { result: redactSecrets(result, secrets), status: response.status } };
         }
         failure = `the server answered ${response.status}`;
       } catch (error) {
         if (!(error instanceof OutboundError) || !error.transient) {
           throw error instanceof ComponentError || error instanceof TransientError
             ? error
-            : new ComponentError(messageOf(error), { cause: error });
+            : new ComponentError(redactSecrets(messageOf(error), secrets));
         }
-        failure = error.message;
+        failure = redactSecrets(error.message, secrets);
         if (error.reason === 'aborted' || ctx.signal.aborted) throw new TransientError(`Invoke ${hostOf(url)}: ${failure}`);
       }
       if (attempt >= retries) throw new TransientError(`Invoke ${hostOf(url)}: ${failure}`);
@@ -142,19 +144,31 @@ async function argumentsOf(p: InvokeParams, ctx: ComponentContext): Promise<Reco
   return args;
 }
 
-/** Header values render references; `{secret.NAME}` is filled in here and nowhere else. */
-async function headersOf(p: InvokeParams, ctx: ComponentContext): Promise<Record<string, string>> {
+/**
+ * Header values render references; `{secret.NAME}` is filled in here and nowhere else, from
+ * the header as written in the DSL (text a reference renders — a user's query — never resolves
+ * a secret). Also returns the values filled in, to redact them from what comes back.
+ */
+async function headersOf(p: InvokeParams, ctx: ComponentContext): Promise<{ headers: Record<string, string>; secrets: string[] }> {
   const headers: Record<string, string> = {};
+  const secrets = new Set<string>();
   for (const [name, raw] of Object.entries(p.headers)) {
-    let value = await ctx.render(valueToText(raw));
-    value = value.replace(/\{secret\.([A-Za-z0-9_]+)\}/g, (_m, secretName: string) => {
-      const secret = secretOf(ctx, secretName);
-      if (secret === undefined) throw new ComponentError(`header ${name} uses an unknown secret "${secretName}"`);
-      return secret;
-    });
+    // split keeps the captured names at odd positions: text, name, text, name, text
+    const parts = valueToText(raw).split(/\{secret\.([A-Za-z0-9_]+)\}/);
+    let value = '';
+    for (const [i, part] of parts.entries()) {
+      if (i % 2 === 0) {
+        value += part === '' ? '' : await ctx.render(part);
+        continue;
+      }
+      const secret = await secretOf(ctx, part);
+      if (secret === undefined) throw new ComponentError(`header ${name} uses an unknown secret "${part}"`);
+      secrets.add(secret);
+      value += secret;
+    }
     headers[name.toLowerCase()] = value;
   }
-  return headers;
+  return { headers, secrets: [...secrets] };
 }
 
 function safeUrl(url: string): URL {

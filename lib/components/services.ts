@@ -13,8 +13,11 @@ import type { ToolRegistry } from '../tools/registry';
 export interface ComponentServices {
   models?: ModelResolver;
   guard?: SsrfGuard;
-  /** Secret values by name, for `{secret.NAME}` in Invoke headers. */
-  secret?: (name: string) => string | undefined;
+  /**
+   * Secret values by name, for `{secret.NAME}` in Invoke headers: the run's tenant's secrets
+   * (lib/secrets), so hosts hand each run a resolver of its own tenant.
+   */
+  secret?: (name: string) => string | undefined | Promise<string | undefined>;
   /** Tool kinds for Agents, with the call timeout and the call hook (lib/tools/registry). */
   tools?: ToolRegistry;
 }
@@ -35,7 +38,7 @@ export function guardOf(ctx: ComponentContext): SsrfGuard {
   return guard;
 }
 
-export function secretOf(ctx: ComponentContext, name: string): string | undefined {
+export async function secretOf(ctx: ComponentContext, name: string): Promise<string | undefined> {
   return (ctx.services as ComponentServices).secret?.(name);
 }
 

@@ -11,14 +11,16 @@ import type { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import type { Logger } from '../runtime/telemetry';
+import type { TenantSecrets } from '../secrets/tenant-secrets';
 import { StopAccepted, type TurnEngine } from '../turns/execute';
 import type { QueueMessage } from '../turns/queue';
 import type { Authenticator, Principal } from './auth';
-import { errorResponse, HttpError, INTERNAL_ERROR } from './errors';
+import { errorResponse, HttpError, INTERNAL_ERROR, validationHook } from './errors';
 import { registerExecuteRoutes } from './routes/execute';
 import { registerFileRoutes } from './routes/files';
 import { registerKeyRoutes } from './routes/keys';
 import { registerRunRoutes } from './routes/runs';
+import { secretRoutes } from './routes/secrets';
 import { registerWorkflowRoutes } from './routes/workflows';
 import { registerRagflowRoutes } from './ragflow';
 import { registerPlayground } from './playground';
@@ -42,6 +44,8 @@ export interface AppDeps {
   auth: Authenticator;
   limits?: Partial<HttpLimits>;
   logger?: Logger;
+  /** Tenant secrets (`/workflows/v1/secrets`); absent: those routes answer 503. */
+  secrets?: TenantSecrets;
   /** Where key secrets are made; injectable for tests. */
   newSecret?: () => string;
   /** Largest form value or query. @default 64 KiB */
@@ -70,16 +74,7 @@ export type App = OpenAPIHono<AppEnv>;
 
 export function createApp(deps: AppDeps): App {
   const limits = { ...DEFAULT_LIMITS, ...deps.limits };
-  const app: App = new OpenAPIHono<AppEnv>({
-    defaultHook: (result) => {
-      if (result.success) return;
-      const issue = result.error.issues[0];
-      const field = issue?.path.join('.') || 'body';
-      throw new HttpError('invalid_request', `${field}: ${issue?.message ?? 'invalid'}`, {
-        fields: result.error.issues.map((i) => ({ field: i.path.join('.'), message: i.message })),
-      });
-    },
-  });
+  const app: App = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
   app.onError((error, c) => {
     if (error instanceof StopAccepted) {
@@ -121,6 +116,7 @@ export function createApp(deps: AppDeps): App {
   registerExecuteRoutes(app, deps, limits);
   registerRunRoutes(app, deps);
   registerFileRoutes(app, deps);
+  app.route('/workflows/v1/secrets', secretRoutes(deps));
   registerRagflowRoutes(app as unknown as Hono<AppEnv>, deps);
 
   app.doc31('/openapi.json', {

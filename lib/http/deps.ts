@@ -19,6 +19,7 @@ export function appDeps(runtime: Runtime): AppDeps {
     asyncLeaseMs: config.queue.asyncLeaseMs,
     ...(runtime.enqueue ? { enqueue: runtime.enqueue } : {}),
     auth: createAuthenticator(runtime.store, { cacheMs: config.http.authCacheMs }),
+    secrets: runtime.secrets.tenantSecrets,
     limits: { maxBodyBytes: config.http.maxBodyBytes, maxResponseBytes: config.http.maxResponseBytes, maxJsonDepth: config.http.maxJsonDepth },
     maxFieldBytes: config.http.maxFieldBytes,
     maxDslNodes: config.http.maxDslNodes,

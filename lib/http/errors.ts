@@ -64,6 +64,21 @@ export class HttpError extends EaselError {
 }
 
 /**
+ * The validation hook of every OpenAPIHono app (the main one and sub-apps): a request that
+ * does not match its schema is `invalid_request` naming the first field, with all of them in
+ * `fields`.
+ */
+export function validationHook(result: { success: boolean; error?: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } }): void {
+  if (result.success) return;
+  const issues = result.error?.issues ?? [];
+  const path = (i: { path: readonly PropertyKey[] }) => i.path.map(String).join('.');
+  const issue = issues[0];
+  throw new HttpError('invalid_request', `${(issue && path(issue)) || 'body'}: ${issue?.message ?? 'invalid'}`, {
+    fields: issues.map((i) => ({ field: path(i), message: i.message })),
+  });
+}
+
+/**
  * The status and body for an error a client may be told about; undefined for anything else
  * (not an EaselError, or a code whose status is `INTERNAL_STATUS`): the caller logs it and
  * answers `INTERNAL_ERROR`.

@@ -1,6 +1,6 @@
 /**
  * The turn engine (lib/turns) from its parts: the store, the built-in components, the services
- * components call out through (models, the SSRF guard, secrets) and the configured budgets.
+ * components call out through (models, the SSRF guard, the tenant's secrets) and the configured budgets.
  */
 import { builtinComponents } from '../components';
 import { services } from '../components/services';
@@ -9,20 +9,23 @@ import type { ModelResolver } from '../llm/models';
 import type { SsrfGuard } from '../outbound/ssrf';
 import type { StoreContext } from '../store/dynamo';
 import type { TurnEngine } from '../turns/execute';
-import type { SecretLookup } from './secrets';
+import type { SecretResolver } from '../secrets';
 
 export interface EngineParts {
   store: StoreContext;
   models: ModelResolver;
   guard: SsrfGuard;
-  secret: SecretLookup;
+  /** `{secret.NAME}` for one tenant's runs. */
+  secretsFor(tenant: string): SecretResolver;
 }
 
 export function buildEngine(config: Pick<EaselConfig, 'store' | 'stepBudgetTurn' | 'stepBudgetRun'>, parts: EngineParts): TurnEngine {
   return {
     store: parts.store,
     registry: builtinComponents,
-    services: services({ models: parts.models, guard: parts.guard, secret: parts.secret }),
+    // without a tenant, no secret resolves
+    services: services({ models: parts.models, guard: parts.guard }),
+    servicesFor: (tenant) => services({ models: parts.models, guard: parts.guard, secret: parts.secretsFor(tenant) }),
     leaseMs: config.store.leaseMs,
     listingRefreshMs: config.store.listingRefreshMs,
     sessionTtlSeconds: config.store.sessionTtlSeconds,

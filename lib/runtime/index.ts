@@ -19,7 +19,8 @@ import { buildEngine } from './engine';
 import { buildGuard } from './guard';
 import { buildModels } from './models';
 import { type Enqueue, sqsEnqueue } from './queue';
-import { operatorSecrets, type SecretLookup } from './secrets';
+import { setupSecrets, type Secrets } from '../secrets';
+import { ssmParameter } from './parameters';
 import { buildStore } from './store';
 import type { Logger } from './telemetry';
 
@@ -28,7 +29,6 @@ export { buildGuard } from './guard';
 export { buildModels } from './models';
 export { type ParameterReader, ssmParameter } from './parameters';
 export { type Enqueue, sqsEnqueue } from './queue';
-export { operatorSecrets, type OperatorSecretsOptions, type SecretLookup } from './secrets';
 export { buildStore, type RuntimeStore } from './store';
 export { createTelemetry, type Logger, METRICS_NAMESPACE, SERVICE, type Telemetry } from './telemetry';
 export { queueDeps } from './worker';
@@ -41,37 +41,28 @@ export interface Runtime {
   dynamo: DynamoDBClient;
   models: ModelResolver;
   guard: SsrfGuard;
-  /** `{secret.NAME}` as components resolve it. */
-  secret: SecretLookup;
+  /** Tenant secrets, the master key ring and server keys; `{secret.NAME}` resolves per tenant. */
+  secrets: Secrets;
   engine: TurnEngine;
   /** Sends an async or queued turn to the worker; absent without a queue (EASEL_TURN_QUEUE_URL). */
   enqueue?: Enqueue;
 }
 
-/** What a secrets resolver other than the operator's is built from. */
-export interface SecretsSource {
-  store: StoreContext;
-  /** The operator's secrets (EASEL_SECRET_<NAME>, EASEL_SSM_SECRETS). */
-  operator: SecretLookup;
-}
-
 export interface RuntimeOptions {
   logger?: Logger;
-  /**
-   * The secrets components see. The seam for tenant secrets (lib/secrets): a resolver built
-   * from the store and the operator's secrets. @default the operator's secrets alone
-   */
-  secrets?: (source: SecretsSource) => SecretLookup;
+  /** The master key source and clock of the caller's (tests); see lib/secrets. */
+  secrets?: Pick<Parameters<typeof setupSecrets>[1], 'masterSource' | 'now'>;
 }
 
 export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}): Runtime {
   const { logger } = options;
   const { store, client } = buildStore(config.store);
-  const operator = operatorSecrets(config.secrets, { onError: (error) => logger?.error('could not read secrets', { error: String(error) }) });
-  const secret = options.secrets ? options.secrets({ store, operator }) : operator;
+  // `{secret.NAME}` resolves only in a tenant's run: that tenant's secrets, and the operator's
+  // secrets allow-listed for it (read at call time; SSM values cached by Powertools)
+  const secrets = setupSecrets(config.secrets, { store, getParameter: ssmParameter, ...options.secrets });
   const models = buildModels(config);
   const guard = buildGuard(config);
-  const engine = buildEngine(config, { store, models, guard, secret });
+  const engine = buildEngine(config, { store, models, guard, secretsFor: (tenant) => secrets.resolverFor(tenant) });
   const queueUrl = config.queue.url;
   return {
     config,
@@ -80,7 +71,7 @@ export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}):
     dynamo: client,
     models,
     guard,
-    secret,
+    secrets,
     engine,
     ...(queueUrl ? { enqueue: sqsEnqueue(queueUrl) } : {}),
   };

@@ -2,6 +2,8 @@
 
 export const SESSION_HEAD_SK = 'T#~';
 export const TURN_PREFIX = 'T#';
+export const SECRET_PREFIX = 'SECRET#';
+export const SECRET_DATA_KEY_PREFIX = 'SDK#';
 
 export const keys = {
   tenant: (tenant: string) => `T#${tenant}`,
@@ -16,6 +18,9 @@ export const keys = {
   checkpointEvents: (turn: number, seq: number) => `P#${String(turn).padStart(8, '0')}#E#${String(seq).padStart(6, '0')}`,
   blobChunk: (hash: string, index: number) => `B#${hash}#${String(index).padStart(4, '0')}`,
   idempotency: (tenant: string, key: string) => `T#${tenant}#I#${key}`,
+  /** Tenant secrets, under the tenant's own item (see store/secrets.ts). */
+  secret: (name: string) => `${SECRET_PREFIX}${name}`,
+  secretDataKey: (version: number) => `${SECRET_DATA_KEY_PREFIX}${String(version).padStart(6, '0')}`,
   /** gsi1: workflows of a tenant; sessions of a workflow. */
   workflowList: (tenant: string) => `T#${tenant}#WF`,
   sessionList: (tenant: string, workflowId: string) => `T#${tenant}#W#${workflowId}#S`,

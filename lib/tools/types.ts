@@ -58,7 +58,7 @@ export interface ToolServices {
   /** The outbound HTTP guard: every URL a tenant supplies goes through it. */
   readonly guard?: SsrfGuard;
   /** Secret values by name (`{secret.NAME}`), resolved at call time, never logged. */
-  readonly secret?: (name: string) => string | undefined;
+  readonly secret?: (name: string) => string | undefined | Promise<string | undefined>;
 }
 
 /** What a tool sees of the run during one call. Small on purpose. */

@@ -63,6 +63,8 @@ export interface TurnEngine {
   registry: ComponentRegistry;
   /** Handed to components (models, outbound HTTP, secrets). */
   services: Readonly<Record<string, unknown>>;
+  /** The services of one tenant's runs (its secrets); absent: `services` for every tenant. */
+  servicesFor?: (tenant: string) => Readonly<Record<string, unknown>>;
   /** How long a claim holds before another request may take the turn over. @default 60000 */
   leaseMs?: number;
   /** Idle sessions expire after this long. @default 30 days */
@@ -342,7 +344,7 @@ export async function createRun(
 ): Promise<{ head: SessionHead; prologue: string }> {
   const { workflow, version } = await resolveWorkflow(engine, args.tenant, args.workflowId, args.version);
   const id = newRunId();
-  const canvas = Canvas.create(workflow, canvasOptions(engine, id));
+  const canvas = Canvas.create(workflow, canvasOptions(engine, id, args.tenant));
   const head = await createSession(engine.store, {
     tenant: args.tenant,
     id,
@@ -362,7 +364,7 @@ export function newRunId(): string {
 async function prepareFirst(engine: TurnEngine, request: TurnRequest, derivedId?: string): Promise<Prepared> {
   const { workflow, version } = await resolveWorkflow(engine, request.tenant, request.workflowId, request.version);
   const id = derivedId ?? (request.newRunId && /^[0-9a-f]{32}$/.test(request.newRunId) ? request.newRunId : newRunId());
-  const canvas = Canvas.create(workflow, canvasOptions(engine, id));
+  const canvas = Canvas.create(workflow, canvasOptions(engine, id, request.tenant));
   if (request.command === 'stop') throw new EaselError('invalid_request', 'there is no run to stop yet');
   request.runInput = await resolveFileInputs(engine, request.tenant, canvas, request.runInput, expiryOf(engine));
   canvas.check(request.runInput ?? {});
@@ -404,8 +406,8 @@ async function checkNext(engine: TurnEngine, request: TurnRequest, loaded: Loade
   const workflow = await compiled(engine, request.tenant, head.workflowId, head.version);
   windowHint.set(`${request.tenant}/${request.workflowId}`, workflow.historyWindow);
   const canvas = loaded.latest
-    ? Canvas.restore(workflow, withHistory(loaded.latest.state, loaded.history, workflow), canvasOptions(engine, head.id))
-    : Canvas.create(workflow, canvasOptions(engine, head.id));
+    ? Canvas.restore(workflow, withHistory(loaded.latest.state, loaded.history, workflow), canvasOptions(engine, head.id, head.tenant))
+    : Canvas.create(workflow, canvasOptions(engine, head.id, head.tenant));
   if (canvas.isTerminal) canvas.check({}); // throws run_finished
   const inFlight = head.claim && head.claim.expiresAt > now(engine) && head.claim.token !== ownClaim;
   // a stop meeting an async turn is not refused: the caller sets that turn's cancel flag
@@ -563,12 +565,12 @@ async function compiled(engine: TurnEngine, tenant: string, workflowId: string, 
   return workflow;
 }
 
-export function canvasOptions(engine: TurnEngine, runId: string): CanvasOptions {
+export function canvasOptions(engine: TurnEngine, runId: string, tenant: string): CanvasOptions {
   return {
     ...(engine.clock ? { clock: engine.clock } : {}),
     // the first state of a run is a function of its id: a retried first turn is the same run
     seed: Number.parseInt(sha256(runId).slice(0, 8), 16) | 0,
-    services: engine.services,
+    services: engine.servicesFor?.(tenant) ?? engine.services,
     ...(engine.stepBudgetTurn ? { stepBudgetTurn: engine.stepBudgetTurn } : {}),
     ...(engine.stepBudgetRun ? { stepBudgetRun: engine.stepBudgetRun } : {}),
   };

@@ -1,19 +1,19 @@
 /**
- * lib/runtime from a configuration: what it builds, the operator's secrets (direct values,
- * SSM-held ones fetched ahead), the key parameter read on demand, the secrets seam, and the
- * worker's dependencies. Nothing here contacts DynamoDB or AWS.
+ * lib/runtime from a configuration: what it builds, secrets only in a tenant's runs, the key
+ * parameter read on demand, and the worker's dependencies. Nothing here contacts DynamoDB or
+ * AWS (tenant secrets themselves are tested against DynamoDB Local in test/secrets).
  */
 import { describe, expect, it } from 'vitest';
 import { readConfig } from '../../lib/config';
 import { secretOf } from '../../lib/components/services';
 import type { ComponentContext } from '../../lib/canvas/component';
-import { buildModels, buildRuntime, operatorSecrets, queueDeps } from '../../lib/runtime';
+import { buildModels, buildRuntime, queueDeps } from '../../lib/runtime';
 
 const env = { EASEL_DYNAMODB_ENDPOINT: 'http://127.0.0.1:9', EASEL_DYNAMODB_TABLE: 'easel-runtime' };
 const componentSecret = (services: Readonly<Record<string, unknown>>, name: string) => secretOf({ services } as unknown as ComponentContext, name);
 
 describe('buildRuntime', () => {
-  it('builds the store, the engine and its services from the configuration', () => {
+  it('builds the store, the engine and its services from the configuration', async () => {
     const config = readConfig({ ...env, EASEL_STEP_BUDGET_TURN: '77', EASEL_SECRET_TOKEN: 'direct-value' });
     const runtime = buildRuntime(config);
     expect(runtime.store.table).toBe('easel-runtime');
@@ -21,7 +21,9 @@ describe('buildRuntime', () => {
     expect(runtime.engine.stepBudgetTurn).toBe(77);
     expect(runtime.engine.leaseMs).toBe(config.store.leaseMs);
     expect(runtime.models.resolve('anything').id).toBe('echo');
-    expect(componentSecret(runtime.engine.services, 'TOKEN')).toBe('direct-value');
+    // a run without a tenant resolves no secret at all, not even the operator's
+    expect(await componentSecret(runtime.engine.services, 'TOKEN')).toBeUndefined();
+    expect(runtime.engine.servicesFor?.('acme')).toMatchObject({ secret: expect.any(Function) });
     expect(runtime.enqueue).toBeUndefined();
     runtime.dynamo.destroy();
   });
@@ -30,40 +32,6 @@ describe('buildRuntime', () => {
     const runtime = buildRuntime(readConfig({ ...env, EASEL_TURN_QUEUE_URL: 'http://127.0.0.1:9/1/q' }));
     expect(runtime.enqueue).toEqual(expect.any(Function));
     expect(queueDeps(runtime).requeue).toBe(runtime.enqueue);
-  });
-
-  it('takes another secrets resolver, built from the store and the operator secrets', () => {
-    const runtime = buildRuntime(readConfig({ ...env, EASEL_SECRET_SHARED: 'operator' }), {
-      secrets: ({ store, operator }) => (name) => (name === 'TABLE' ? store.table : operator(name)),
-    });
-    expect(componentSecret(runtime.engine.services, 'TABLE')).toBe('easel-runtime');
-    expect(componentSecret(runtime.engine.services, 'SHARED')).toBe('operator');
-    expect(runtime.secret('MISSING')).toBeUndefined();
-  });
-});
-
-describe('operatorSecrets', () => {
-  it('fetches SSM-held secrets ahead; a direct value wins', async () => {
-    const asked: string[] = [];
-    const secret = operatorSecrets(
-      { values: { BOTH: 'direct' }, parameters: { HELD: '/easel/held', BOTH: '/easel/both' } },
-      { read: async (name) => (asked.push(name), `value of ${name}`) },
-    );
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(asked.sort()).toEqual(['/easel/both', '/easel/held']);
-    expect(secret('HELD')).toBe('value of /easel/held');
-    expect(secret('BOTH')).toBe('direct');
-  });
-
-  it('reports a failed read and reads nothing without parameters', async () => {
-    const errors: unknown[] = [];
-    const failing = operatorSecrets({ values: {}, parameters: { HELD: '/x' } }, { read: () => Promise.reject(new Error('denied')), onError: (e) => errors.push(e) });
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(failing('HELD')).toBeUndefined();
-    expect(String(errors[0])).toContain('denied');
-    let reads = 0;
-    operatorSecrets({ values: {}, parameters: {} }, { read: async () => String(++reads) });
-    expect(reads).toBe(0);
   });
 });
 

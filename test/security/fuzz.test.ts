@@ -14,6 +14,8 @@ import * as fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInProcessQueue } from '../../lib/local/in-process-queue';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
+import { MasterKeys, StaticKeyRing } from '../../lib/secrets/master-key';
+import { TenantSecrets } from '../../lib/secrets/tenant-secrets';
 import { processBatch } from '../../lib/turns/queue';
 import { fixture } from '../helpers/canvas';
 import { testEngine, testStore } from '../helpers/engine';
@@ -40,7 +42,7 @@ const onRejection = (reason: unknown) => rejections.push(reason);
 const prototypeBefore = Object.getOwnPropertyNames(Object.prototype).sort();
 
 /** Live ids by kind; index 0 of each is a seed item that DELETE routes leave alone. */
-const pools: Record<string, string[]> = { wf: [], run: [], runwf: [], file: [], key: [], agent: [], session: [], sessionagent: [], cursor: [], secret: [], revoked: [] };
+const pools: Record<string, string[]> = { wf: [], run: [], runwf: [], file: [], key: [], agent: [], session: [], sessionagent: [], cursor: [], secret: [], revoked: [], sname: [] };
 const MAX_POOL = 60;
 const remember = (pool: string, ...values: string[]) => {
   if ((pools[pool]?.length ?? 0) < MAX_POOL) pools[pool]?.push(...values);
@@ -59,6 +61,7 @@ const SHAPES: Record<string, () => string> = {
   cursor: () => Buffer.from(JSON.stringify({ gsi1pk: 'T#nobody#WF', pk: 'x', sk: 'y' })).toString('base64url'),
   secret: () => `ek_${hex(40)}`,
   revoked: () => `ek_${hex(40)}`,
+  sname: () => `S_${hex(8)}`,
 };
 /** Missing ids of a given shape come from a PRNG seeded like the generators. */
 let prng = SEED >>> 0;
@@ -108,6 +111,7 @@ beforeAll(async () => {
   api = await serveApp(engine, {
     enqueue: queue.enqueue,
     asyncLeaseMs: 5_000,
+    secrets: new TenantSecrets({ store: engine.store, master: new MasterKeys(new StaticKeyRing()) }),
     logger: { info() {}, error: (message, fields) => void logged.push(`${message} ${JSON.stringify(fields ?? {})}`) },
   });
   client = new KeepAliveClient(api.url, BATCH);
@@ -133,6 +137,8 @@ beforeAll(async () => {
   const session = await json('POST', `/api/v1/agents/${agent.json.data.id}/sessions`, {});
   remember('session', session.json.data.id);
   remember('sessionagent', agent.json.data.id);
+  expect((await json('PUT', '/workflows/v1/secrets/SEED_SECRET', { value: 'seed value' })).status).toBe(201);
+  remember('sname', 'SEED_SECRET');
   for (let i = 0; i < 2; i++) {
     const key = await json('POST', '/workflows/v1/keys', { name: `victim ${i}`, scope: 'execute', workflow_ids: [wf.json.id] });
     remember('key', key.json.id);
@@ -340,6 +346,7 @@ const validLooking: Record<string, fc.Arbitrary<unknown>> = {
   'POST /workflows/v1/workflows': rec({ name: mostly(fc.string({ minLength: 1, maxLength: 30 }), fc.oneof(str, junk)), description: maybe(text), dsl }),
   'POST /workflows/v1/workflows/{wf}/versions': rec({ dsl, activate: maybe(fc.oneof(fc.boolean(), junk)) }),
   'POST /workflows/v1/workflows/{wf}/execute': executeBody,
+  'PUT /workflows/v1/secrets/{sname}': rec({ value: mostly(fc.string({ minLength: 1, maxLength: 40 }), fc.oneof(str, junk)) }),
   'POST /workflows/v1/keys': rec({ name: mostly(fc.string({ minLength: 1, maxLength: 20 }), str), scope: mostly(fc.constantFrom('admin', 'execute'), str), workflow_ids: maybe(mostly(fc.array(mostly(ref('wf'), str), { minLength: 1, maxLength: 3 }), junk)) }),
   'POST /api/v1/agents': rec({ title: mostly(fc.string({ minLength: 1, maxLength: 30 }), fc.oneof(str, junk)), description: maybe(text), dsl: mostly(fc.oneof(dsl, dsl.map((d) => JSON.stringify(d) ?? '')), str) }),
   'PUT /api/v1/agents/{agent}': rec({ title: maybe(fc.oneof(fc.string({ maxLength: 30 }), junk)), description: maybe(str), dsl: maybe(fc.oneof(dsl, dsl.map((d) => JSON.stringify(d) ?? ''))) }),
@@ -468,7 +475,7 @@ interface Spec {
   body: Body;
 }
 const bodies = new Map(ROUTES.map((r) => [r, bodyFor(r)]));
-const POOL_OF: Record<string, string> = { wf: 'wf', run: 'run', file: 'file', key: 'key', agent: 'agent', sid: 'session' };
+const POOL_OF: Record<string, string> = { wf: 'wf', run: 'run', file: 'file', key: 'key', agent: 'agent', sid: 'session', sname: 'sname' };
 const validUpload = fc
   .record({ filename: fc.constantFrom('a.txt', 'notes.json', 'x.bin'), type: fc.constantFrom('text/plain', 'application/json', 'application/octet-stream'), content: fc.string({ maxLength: 200 }) })
   .map((p): Body => {
@@ -566,6 +573,7 @@ function learn(s: Spec, path: string, res: RawResponse): void {
   const label = `${s.route.method} ${s.route.path}`;
   if (res.status === 201 && label === 'POST /workflows/v1/workflows') remember('wf', j?.id);
   if (res.status === 201 && label === 'POST /workflows/v1/files') remember('file', j?.file_id);
+  if (res.status === 201 && label === 'PUT /workflows/v1/secrets/{sname}' && typeof j?.name === 'string') remember('sname', j.name);
   if (res.status === 201 && label === 'POST /workflows/v1/keys') {
     remember('key', j?.id);
     remember('secret', j?.key);
@@ -610,6 +618,7 @@ function learn(s: Spec, path: string, res: RawResponse): void {
   if (res.status === 204 && label === 'DELETE /workflows/v1/workflow-runs/{run}') deleted('run', idIn(/workflow-runs\/([^/]+)$/));
   if (res.status === 204 && label === 'DELETE /workflows/v1/files/{file}') deleted('file', idIn(/files\/([^/]+)$/));
   if (res.status === 204 && label === 'DELETE /workflows/v1/keys/{key}') deleted('key', idIn(/keys\/([^/]+)$/));
+  if (res.status === 204 && label === 'DELETE /workflows/v1/secrets/{sname}') deleted('sname', idIn(/secrets\/([^/]+)$/));
   if (j?.code === 0 && label === 'DELETE /api/v1/agents/{agent}') {
     deleted('agent', idIn(/agents\/([^/]+)$/));
     deleted('wf', idIn(/agents\/([^/]+)$/));

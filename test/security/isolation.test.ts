@@ -12,6 +12,8 @@ import { createAuthenticator } from '../../lib/http/auth';
 import { hashSecret, putApiKey, revokeApiKey } from '../../lib/store/api-keys';
 import { createInProcessQueue } from '../../lib/local/in-process-queue';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
+import { MasterKeys, StaticKeyRing } from '../../lib/secrets/master-key';
+import { TenantSecrets } from '../../lib/secrets/tenant-secrets';
 import { processBatch } from '../../lib/turns/queue';
 import { fixture } from '../helpers/canvas';
 import { newTenant, testEngine } from '../helpers/engine';
@@ -61,7 +63,7 @@ beforeAll(async () => {
   // async turns (Prefer: respond-async) run in this process; webhooks are refused without a lookup
   const guard = new SsrfGuard({ allow: [], resolve: async () => [{ address: '127.0.0.1', family: 4 }] });
   queue = createInProcessQueue((records) => processBatch({ engine, guard }, records), { retryDelayMs: 20 });
-  api = await serveApp(engine, { enqueue: queue.enqueue });
+  api = await serveApp(engine, { enqueue: queue.enqueue, secrets: new TenantSecrets({ store: engine.store, master: new MasterKeys(new StaticKeyRing()) }) });
   client = new KeepAliveClient(api.url, 8);
   A.admin = api.adminKey;
   A.tenant = api.tenant;
@@ -84,6 +86,8 @@ beforeAll(async () => {
   expect(t2.json.turn_number).toBe(2);
   await send(A.admin, 'POST', `/workflows/v1/workflows/${A.wf}/execute`, { run_input: { query: 'another run' } });
   A.run2 = (await send(A.admin, 'POST', `/workflows/v1/workflows/${A.wf2}/execute`, { run_input: { query: 'run of wf2' } })).json.run_id;
+
+  expect((await send(A.admin, 'PUT', '/workflows/v1/secrets/A_PRIVATE_TOKEN', { value: `a-token-${hex(8)}` })).status).toBe(201);
 
   const file = await upload(A.admin);
   expect(file.status).toBe(201);
@@ -334,6 +338,10 @@ describe('another tenant', () => {
     for (const text of seen) for (const id of aIds) expect(text).not.toContain(id);
     expect((await send(B.admin, 'GET', `/workflows/v1/workflow-runs?workflow_id=${A.wf}`)).json.items).toEqual([]);
     expect((await send(B.admin, 'GET', '/workflows/v1/keys')).json.items.every((k: { id: string }) => k.id !== A.keyId)).toBe(true);
+    // A's secrets: not listed to B, not deletable by B
+    expect((await send(B.admin, 'GET', '/workflows/v1/secrets')).text).not.toContain('A_PRIVATE_TOKEN');
+    expect((await send(B.admin, 'DELETE', '/workflows/v1/secrets/A_PRIVATE_TOKEN')).status).toBe(404);
+    expect((await send(A.admin, 'GET', '/workflows/v1/secrets')).json.items.map((i: { name: string }) => i.name)).toEqual(['A_PRIVATE_TOKEN']);
     // and the other way round
     const aSees = (await send(A.admin, 'GET', '/api/v1/agents?page_size=100')).text + (await send(A.admin, 'GET', '/workflows/v1/workflows?limit=100')).text;
     expect(aSees).not.toContain(B.wf);
@@ -395,6 +403,9 @@ describe('an execute key', () => {
       ['GET', '/workflows/v1/keys'],
       ['DELETE', `/workflows/v1/keys/${A.keyId}`],
       ['GET', '/workflows/v1/webhook-secret'],
+      ['PUT', '/workflows/v1/secrets/A_PRIVATE_TOKEN', { value: 'overwritten' }],
+      ['GET', '/workflows/v1/secrets'],
+      ['DELETE', '/workflows/v1/secrets/A_PRIVATE_TOKEN'],
       // deleting is neither reading nor running (README: execute keys "only read and run the
       // workflows they list, and may upload files")
       ['DELETE', `/workflows/v1/workflow-runs/${A.run}`],

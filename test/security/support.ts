@@ -90,7 +90,7 @@ export type Api = 'public' | 'native' | 'ragflow';
 
 export interface Route {
   method: string;
-  /** Placeholders: {wf} {run} {n} {file} {key} {agent} {sid} */
+  /** Placeholders: {wf} {run} {n} {file} {key} {agent} {sid} {sname} (a tenant secret's name) */
   path: string;
   api: Api;
   /** Answers with the admin scope only. */
@@ -128,6 +128,9 @@ export const ROUTES: readonly Route[] = [
   { method: 'GET', path: '/workflows/v1/keys', api: 'native', admin: true },
   { method: 'DELETE', path: '/workflows/v1/keys/{key}', api: 'native', admin: true },
   { method: 'GET', path: '/workflows/v1/webhook-secret', api: 'native', admin: true },
+  { method: 'PUT', path: '/workflows/v1/secrets/{sname}', api: 'native', admin: true },
+  { method: 'GET', path: '/workflows/v1/secrets', api: 'native', admin: true },
+  { method: 'DELETE', path: '/workflows/v1/secrets/{sname}', api: 'native', admin: true },
   { method: 'GET', path: '/api/v1/agents', api: 'ragflow' },
   { method: 'POST', path: '/api/v1/agents', api: 'ragflow', admin: true },
   { method: 'GET', path: '/api/v1/agents/{agent}', api: 'ragflow' },
