@@ -533,7 +533,11 @@ async function resolveKey(engine: TurnEngine, request: TurnRequest, key: string,
     // our own earlier attempt (a redelivered message): the caller continues its claim
     if (head && ownToken !== undefined && record.token === ownToken) return { replacing: record.token };
     const at = now(engine);
-    const running = head !== null && head.claim?.token === record.token && head.claim.expiresAt > at;
+    // in flight: its claim is live, or it recorded the key and has not claimed yet
+    const claimed = head?.claim?.token === record.token;
+    const running = head !== null && (claimed
+      ? (head.claim as Claim).expiresAt > at
+      : head.turn < record.turn && record.createdAt + leaseOf(engine) > at);
     // the attempt died (or lost its race): take it over
     if (!running) return { replacing: record.token };
     if (!wait) return { running: { runId: record.sessionId, turn: record.turn } };

@@ -65,7 +65,7 @@ describe('entry points load no heavy client until first use', () => {
     expect(heavyIn(loaded)).toEqual([]);
   });
 
-  it('sees each of them once used: an SSM-held secret, a queued turn, a Bedrock call', async () => {
+  it('sees each of them once used: an SSM-held master key, a queued turn, a Bedrock call', async () => {
     const loaded = await probe('lib/runtime/index.ts', 'first-use');
     expect(heavyIn(loaded)).toEqual(HEAVY);
   });

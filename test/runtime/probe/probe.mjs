@@ -33,12 +33,13 @@ const cache = createRequire(import.meta.url).cache;
 appendFileSync(log, Object.keys(cache).map((path) => `${pathToFileURL(path).href}\n`).join(''));
 process.exit(0);
 
-/** Every heavy client once: an SSM-held secret, a queued turn, a Bedrock model call. */
+/** Every heavy client once: the SSM-held master key, a queued turn, a Bedrock model call. */
 async function firstUse({ buildRuntime }) {
   const { readConfig } = await import(new URL('../../../lib/config.ts', import.meta.url).href);
   const runtime = buildRuntime(readConfig({
     ...process.env,
     EASEL_SSM_SECRETS: '{"PROBE": "/easel/probe"}',
+    EASEL_MASTER_KEY_PARAMETER: '/easel/probe-master-key',
     EASEL_TURN_QUEUE_URL: 'http://127.0.0.1:9/123456789012/easel-probe',
     EASEL_LLM_DEFAULT_MODEL: 'bedrock:probe-model',
     EASEL_BEDROCK_ENDPOINT: 'http://127.0.0.1:9',
@@ -47,6 +48,8 @@ async function firstUse({ buildRuntime }) {
   }), { logger: { info() {}, error() {} } });
   const quietly = (p) => Promise.race([p.then(() => undefined, () => undefined), new Promise((r) => setTimeout(r, 3000))]);
   await quietly(runtime.enqueue({}));
+  // secrets are read when a run first needs them: the master key ring from SSM
+  await quietly(runtime.secrets.serverKey('probe'));
   const chat = async () => {
     for await (const _ of runtime.models.resolve('').chat({ messages: [{ role: 'user', content: 'hi' }] })) break;
   };
