@@ -3,6 +3,7 @@
  * form-state.ts, turn-ends.ts). Internal to the engine: `Canvas` owns one and is the only
  * thing other modules see.
  */
+import { CallLog } from './calls';
 import type { Outputs } from './component';
 import { nodeState } from './context';
 import type { Workflow } from './dsl';
@@ -35,6 +36,8 @@ export interface CanvasCore {
   usage: TurnUsage;
   /** Conversation entries the current (or last) turn added. */
   turnHistory: HistoryEntry[];
+  /** Calls outside the run the current (or last) turn made (lib/canvas/calls.ts). */
+  calls: CallLog;
   /** A re-asked form keeps the deadline it was first asked with (until anything runs). */
   previousDue: number | undefined;
   /** Nodes whose `node_finished` waits for their streamed outputs to be read. */

@@ -13,6 +13,7 @@
  *   for await (const e of canvas.run({ query: 'hi' })) console.log(e.event);
  *   await store.save(canvas.serialize()); // after the run ended: paused or finished
  */
+import { type CallRecord, CallLog } from './calls';
 import { EaselError } from '../errors';
 import { type CanvasCore, elapsedInPass, emptyUsage, seconds, type TurnUsage } from './canvas-core';
 import { appendHistory, nodeState, type RunScope } from './context';
@@ -75,6 +76,7 @@ export class Canvas {
       budgetRun: positive(options.stepBudgetRun, DEFAULT_STEP_BUDGET_RUN),
       usage: emptyUsage(),
       turnHistory: [],
+      calls: new CallLog(),
       previousDue: undefined,
       deferred: [],
       suspended: false,
@@ -159,6 +161,7 @@ export class Canvas {
     core.suspended = false;
     core.usage = emptyUsage();
     core.turnHistory = [];
+    core.calls = new CallLog();
     core.previousDue = resuming && !request.timeout ? core.state.prompt?.due_at : undefined;
     try {
       const scope = this.scope(request.signal);
@@ -205,6 +208,7 @@ export class Canvas {
     core.suspended = false;
     core.usage = { ...checkpoint.usage };
     core.turnHistory = [...checkpoint.history];
+    core.calls = new CallLog(checkpoint.calls ?? {});
     core.previousDue = undefined;
     try {
       yield* drive(core, this.scope(signal ?? NEVER_ABORTED), { steps: checkpoint.steps }, control);
@@ -254,6 +258,11 @@ export class Canvas {
   /** Conversation entries the last turn added (its user query, the messages shown). */
   get lastTurnHistory(): readonly HistoryEntry[] {
     return this.core.turnHistory;
+  }
+
+  /** The calls outside the run the last turn made, and how many past the bound went unrecorded. */
+  get lastTurnCalls(): { records: readonly CallRecord[]; dropped: number } {
+    return { records: this.core.calls.records, dropped: this.core.calls.dropped };
   }
 
   /** A `stop` turn: the run ends as `cancelled`. */
@@ -312,6 +321,7 @@ export class Canvas {
       signal,
       services: this.services,
       onHistory: (entry) => core.turnHistory.push(entry),
+      recordCall: (componentId, report) => core.calls.add(componentId, this.workflow.containersOf(componentId), report),
       recordUsage: (u) => {
         core.usage.prompt_tokens += u.prompt_tokens;
         core.usage.completion_tokens += u.completion_tokens;

@@ -4,6 +4,7 @@
  * through its result (outputs, chosen successors, entering or leaving a scope); the engine
  * acts on results and capabilities, never on component names.
  */
+import type { CallReport } from './calls';
 import type { z } from 'zod';
 import type { DslProblem } from './errors';
 import type { FieldType, FormField } from './forms';
@@ -52,6 +53,11 @@ export interface ComponentContext {
   setVariable(reference: string, value: unknown): void;
   /** Counts model tokens towards the turn's `usage`. */
   recordUsage(usage: TokenUsage): void;
+  /**
+   * Records a call outside the run (a model, a tool, an HTTP request) in the turn, for replay
+   * and audit: what was asked (before secrets are filled in) and what came back.
+   */
+  recordCall(report: CallReport): void;
   /** The conversation so far, oldest first, at most `limit` entries. */
   history(limit: number): readonly { role: 'user' | 'assistant'; content: string }[];
   /** Private state of this component that survives pauses (counters, cursors). */

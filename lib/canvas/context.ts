@@ -3,6 +3,7 @@
  * Outputs are replaced, never mutated in place, so serializing the state needs no copy and
  * a value handed to one component cannot be changed under another.
  */
+import type { CallReport } from './calls';
 import type { ComponentContext, Outputs, ParentHandle, TokenUsage } from './component';
 import type { Workflow } from './dsl';
 import type { EventQueue } from './event-queue';
@@ -32,6 +33,8 @@ export interface RunScope {
   readonly signal: AbortSignal;
   readonly services: Readonly<Record<string, unknown>>;
   recordUsage(usage: TokenUsage): void;
+  /** Records a call outside the run (see calls.ts). */
+  recordCall?(componentId: string, report: CallReport): void;
   /** Told of every history entry added, so a store can keep per-turn deltas. */
   onHistory?(entry: HistoryEntry): void;
 }
@@ -161,6 +164,10 @@ export class NodeContext implements ComponentContext {
 
   recordUsage(usage: TokenUsage): void {
     this.scope.recordUsage(usage);
+  }
+
+  recordCall(report: CallReport): void {
+    this.scope.recordCall?.(this.componentId, report);
   }
 
   history(limit: number): readonly { role: 'user' | 'assistant'; content: string }[] {

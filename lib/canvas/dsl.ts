@@ -53,6 +53,8 @@ export interface Workflow {
   readonly historyWindow: number;
   /** Whether `id` is inside the body of `containerId`, at any depth. */
   isInside(id: string, containerId: string): boolean;
+  /** The containers `id` is inside, outermost first. */
+  containersOf(id: string): string[];
 }
 
 const entrySchema = z.looseObject({
@@ -349,6 +351,11 @@ function buildWorkflow(parsed: Map<string, ParsedEntry>, dsl: Record<string, unk
         parent = nodes.get(parent)?.parentId;
       }
       return false;
+    },
+    containersOf(id) {
+      const out: string[] = [];
+      for (let parent = nodes.get(id)?.parentId; parent !== undefined; parent = nodes.get(parent)?.parentId) out.unshift(parent);
+      return out;
     },
   };
 }

@@ -7,3 +7,4 @@ export * from './events';
 export { FIELD_TYPES, type FieldType, type FormField } from './forms';
 export { type CanvasState, RUN_STATUSES, type RunStatus, STATE_VERSION } from './state';
 export { TextStream } from './text-stream';
+export { type CallKind, type CallRecord, type CallReport, MAX_CALLS_PER_TURN, requestHash } from './calls';

@@ -4,6 +4,7 @@
  * all its live branches. The components of a batch run concurrently; their events are
  * emitted in frontier order.
  */
+import type { CallRecord } from './calls';
 import { type CanvasCore, elapsedInPass, errorMessage, type Failure, seconds, setOutputs, type TurnUsage } from './canvas-core';
 import type { Outputs } from './component';
 import { NodeContext, nodeState, type RunScope } from './context';
@@ -26,6 +27,8 @@ export interface TurnCheckpoint {
   usage: TurnUsage;
   /** Conversation entries the turn has added so far. */
   history: HistoryEntry[];
+  /** The calls outside the run it has made so far (absent in checkpoints of older versions). */
+  calls?: { records: CallRecord[]; dropped: number };
 }
 
 /** The batch that just ran, as `afterBatch` is told of it. */
@@ -94,7 +97,7 @@ export async function* drive(
         return;
       }
       const decision = await control.afterBatch(
-        { state: s, steps: turn.steps, usage: { ...core.usage }, history: [...core.turnHistory] },
+        { state: s, steps: turn.steps, usage: { ...core.usage }, history: [...core.turnHistory], calls: { records: [...core.calls.records], dropped: core.calls.dropped } },
         { ran: lastBatch, external: reachesOutside(core, lastBatch) },
       );
       if (decision === 'suspend') {

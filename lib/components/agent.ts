@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { type ComponentContext, type ComponentDefinition, defineComponent } from '../canvas/component';
 import { isRecord } from '../canvas/references';
 import { TextStream } from '../canvas/text-stream';
-import type { ChatMessage, ChatModel, ToolCall, ToolSpec } from '../llm/types';
+import type { ChatMessage, ChatModel, ChatOptions, ToolCall, ToolSpec } from '../llm/types';
 import { callTool } from '../tools/call';
 import { ToolSuspendedError, ToolUnavailableError } from '../tools/errors';
 import { builtinTools, type ToolEntry, type ToolRegistry } from '../tools/registry';
@@ -26,6 +26,7 @@ import {
   schemaInstructions,
   structuredAnswer,
   structuredSchema,
+  recordModelCall,
 } from './llm-params';
 import { type ComponentServices, modelsOf, toolsOf } from './services';
 
@@ -181,15 +182,22 @@ async function* runRounds(
     }
     let text = '';
     const calls: ToolCall[] = [];
-    for await (const event of model.chat({ messages, ...(last ? {} : { tools: tools.map((t) => t.spec) }), ...samplingOptions(p), signal: rounds.signal })) {
-      if (event.type === 'text') {
-        text += event.text;
-        yield event.text;
-      } else if (event.type === 'tool_call') {
-        calls.push(event.call);
-      } else {
-        rounds.ctx.recordUsage(event.usage);
+    const options: ChatOptions = { messages: [...messages], ...(last ? {} : { tools: tools.map((t) => t.spec) }), ...samplingOptions(p) };
+    try {
+      for await (const event of model.chat({ ...options, signal: rounds.signal })) {
+        if (event.type === 'text') {
+          text += event.text;
+          yield event.text;
+        } else if (event.type === 'tool_call') {
+          calls.push(event.call);
+        } else {
+          rounds.ctx.recordUsage(event.usage);
+          recordModelCall(rounds.ctx, model, options, { result: { text, toolCalls: calls, usage: event.usage } });
+        }
       }
+    } catch (error) {
+      recordModelCall(rounds.ctx, model, options, { error });
+      throw error;
     }
     if (last || calls.length === 0) return;
     messages.push({ role: 'assistant', content: text, tool_calls: calls });
@@ -258,7 +266,21 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
     path: rounds.path,
     recordUsage: (usage) => rounds.ctx.recordUsage(usage),
   };
-  const outcome = await callTool(bound.tool, args, ctx, rounds.registry, call.name);
+  const request = { tool: call.name, arguments: args };
+  let outcome;
+  try {
+    outcome = await callTool(bound.tool, args, ctx, rounds.registry, call.name);
+  } catch (error) {
+    rounds.ctx.recordCall({ kind: 'tool', name: call.name, request, error: error instanceof Error ? error.message : String(error) });
+    throw error;
+  }
+  rounds.ctx.recordCall({
+    kind: 'tool',
+    name: call.name,
+    request,
+    ...(outcome.kind === 'result' ? { result: { content: outcome.content, ...(outcome.data !== undefined ? { data: outcome.data } : {}) } }
+      : outcome.kind === 'error' ? { error: outcome.error.message } : { result: { suspended: outcome.prompt } }),
+  });
   if (outcome.kind === 'result') return outcome.content;
   if (outcome.kind === 'error') return `error: ${outcome.error.message}`;
   throw new ToolSuspendedError(call.name, outcome.prompt);

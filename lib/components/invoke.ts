@@ -90,38 +90,57 @@ export const invoke = defineComponent({
       url = target.toString();
     }
 
-    const retries = IDEMPOTENT.has(p.method) || p.retry_non_idempotent ? p.max_retries : 0;
-    for (let attempt = 0; ; attempt++) {
-      let failure: string;
-      try {
-        const response = await outboundRequest({
-          url,
-          method: p.method.toUpperCase(),
-          headers,
-          ...(body === undefined ? {} : { body }),
-          timeoutMs: p.timeout * 1000,
-          guard,
-          signal: ctx.signal,
-        });
-        if (response.status !== 429 && response.status < 500) {
-          const result = p.clean_html ? htmlToText(response.body) : response.body;
-          return { outputs: { result: redactSecrets(result, secrets), status: response.status } };
-        }
-        failure = `the server answered ${response.status}`;
-      } catch (error) {
-        if (!(error instanceof OutboundError) || !error.transient) {
-          throw error instanceof ComponentError || error instanceof TransientError
-            ? error
-            : new ComponentError(redactSecrets(messageOf(error), secrets));
-        }
-        failure = redactSecrets(error.message, secrets);
-        if (error.reason === 'aborted' || ctx.signal.aborted) throw new TransientError(`Invoke ${hostOf(url)}: ${failure}`);
-      }
-      if (attempt >= retries) throw new TransientError(`Invoke ${hostOf(url)}: ${failure}`);
-      await new Promise((resolve) => setTimeout(resolve, p.delay_after_error * 1000 * 2 ** attempt));
+    // recorded as built, with the headers as the DSL writes them: `{secret.NAME}`, not its value
+    const request = { method: p.method.toUpperCase(), url, headers: p.headers ?? null, ...(body === undefined ? {} : { body }) };
+    try {
+      const outputs = await send(p, ctx, { url, headers, body, guard, secrets });
+      ctx.recordCall({ kind: 'invoke', name: hostOf(url), request, result: outputs });
+      return { outputs };
+    } catch (error) {
+      ctx.recordCall({ kind: 'invoke', name: hostOf(url), request, error: error instanceof Error ? error.message : String(error) });
+      throw error;
     }
   },
 });
+
+/** Sends the request, retrying as the params allow; what it answered, secrets redacted. */
+async function send(
+  p: InvokeParams,
+  ctx: ComponentContext,
+  r: { url: string; headers: Record<string, string>; body: string | undefined; guard: ReturnType<typeof guardOf>; secrets: string[] },
+): Promise<{ result: string; status: number }> {
+  const { url, headers, body, guard, secrets } = r;
+  const retries = IDEMPOTENT.has(p.method) || p.retry_non_idempotent ? p.max_retries : 0;
+  for (let attempt = 0; ; attempt++) {
+    let failure: string;
+    try {
+      const response = await outboundRequest({
+        url,
+        method: p.method.toUpperCase(),
+        headers,
+        ...(body === undefined ? {} : { body }),
+        timeoutMs: p.timeout * 1000,
+        guard,
+        signal: ctx.signal,
+      });
+      if (response.status !== 429 && response.status < 500) {
+        const result = p.clean_html ? htmlToText(response.body) : response.body;
+        return { result: redactSecrets(result, secrets), status: response.status };
+      }
+      failure = `the server answered ${response.status}`;
+    } catch (error) {
+      if (!(error instanceof OutboundError) || !error.transient) {
+        throw error instanceof ComponentError || error instanceof TransientError
+          ? error
+          : new ComponentError(redactSecrets(messageOf(error), secrets));
+      }
+      failure = redactSecrets(error.message, secrets);
+      if (error.reason === 'aborted' || ctx.signal.aborted) throw new TransientError(`Invoke ${hostOf(url)}: ${failure}`);
+    }
+    if (attempt >= retries) throw new TransientError(`Invoke ${hostOf(url)}: ${failure}`);
+    await new Promise((resolve) => setTimeout(resolve, p.delay_after_error * 1000 * 2 ** attempt));
+  }
+}
 
 async function argumentsOf(p: InvokeParams, ctx: ComponentContext): Promise<Record<string, unknown>> {
   const args: Record<string, unknown> = Object.create(null) as Record<string, unknown>;

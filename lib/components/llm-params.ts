@@ -99,9 +99,29 @@ export async function buildMessages(
 
 /** One model call to its end, its tokens counted towards the turn. */
 export async function completeCounted(model: ChatModel, options: ChatOptions, ctx: ComponentContext): Promise<ChatResult> {
-  const result = await complete(model, { ...options, signal: ctx.signal });
+  let result: ChatResult;
+  try {
+    result = await complete(model, { ...options, signal: ctx.signal });
+  } catch (error) {
+    recordModelCall(ctx, model, options, { error });
+    throw error;
+  }
   ctx.recordUsage(result.usage);
+  recordModelCall(ctx, model, options, { result });
   return result;
+}
+
+/** A model call as the turn records it: the model, what was sent (no signal), what came back. */
+export function recordModelCall(ctx: ComponentContext, model: ChatModel, options: ChatOptions, outcome: { result?: Pick<ChatResult, 'text' | 'toolCalls' | 'usage'>; error?: unknown }): void {
+  const { signal: _signal, ...request } = options;
+  ctx.recordCall({
+    kind: 'model',
+    name: model.id,
+    request: { model: model.id, ...request },
+    ...(outcome.result
+      ? { result: { text: outcome.result.text, ...(outcome.result.toolCalls.length > 0 ? { tool_calls: outcome.result.toolCalls } : {}), usage: outcome.result.usage } }
+      : { error: outcome.error instanceof Error ? outcome.error.message : String(outcome.error) }),
+  });
 }
 
 /** Reads a JSON object out of a model's answer: think blocks and code fences are dropped. */

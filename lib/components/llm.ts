@@ -11,6 +11,7 @@ import {
   DEFAULT_HISTORY_WINDOW,
   buildMessages,
   completeCounted,
+  recordModelCall,
   llmParams,
   samplingOptions,
   schemaInstructions,
@@ -45,8 +46,19 @@ export const llm = defineComponent({
 
 /** The answer as deltas; the usage is counted when the stream ends. */
 export async function* streamAnswer(model: ChatModel, options: ChatOptions, ctx: ComponentContext): AsyncGenerator<string, void, undefined> {
-  for await (const event of model.chat({ ...options, signal: ctx.signal })) {
-    if (event.type === 'text') yield event.text;
-    else if (event.type === 'done') ctx.recordUsage(event.usage);
+  let text = '';
+  try {
+    for await (const event of model.chat({ ...options, signal: ctx.signal })) {
+      if (event.type === 'text') {
+        text += event.text;
+        yield event.text;
+      } else if (event.type === 'done') {
+        ctx.recordUsage(event.usage);
+        recordModelCall(ctx, model, options, { result: { text, toolCalls: [], usage: event.usage } });
+      }
+    }
+  } catch (error) {
+    recordModelCall(ctx, model, options, { error });
+    throw error;
   }
 }

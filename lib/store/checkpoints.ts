@@ -22,7 +22,7 @@ import { decode, encode } from './codec';
 import { call, capacityParam, ConditionFailed, reportCapacity, type StoreContext } from './dynamo';
 import { LeaseLostError, TurnInProgressError } from './errors';
 import { keys } from './item-keys';
-import { getHead, type SessionHead } from './sessions';
+import { CALL_RESULT_INLINE_BYTES, getHead, type SessionHead } from './sessions';
 import { CLAIM_KIND, type Claim, claimTtl, isClaimItem, leaseRefusal, toClaim } from './turn-slot';
 
 /** No claim item may come near DynamoDB's 400 KB. */
@@ -194,7 +194,9 @@ export async function saveCheckpoint(
   const pk = slotKey(lease).pk;
   const at = now(ctx);
   const hold = at + c.times.holdMs;
-  const state = encode(c.checkpoint);
+  // long strings (model answers, tool results in the call records) by blob: each checkpoint
+  // write stays about the same size however many rounds the turn has made
+  const state = encode(c.checkpoint, CALL_RESULT_INLINE_BYTES);
   const events = encode({ from: c.from, events: c.events });
   const fresh = new Map<string, string>();
   for (const part of [state, events]) for (const [hash, text] of part.blobs) if (!c.storedBlobs.has(hash)) fresh.set(hash, text);

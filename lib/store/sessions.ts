@@ -62,7 +62,12 @@ export interface TurnPayload {
   response: string;
   /** Conversation entries the turn added. */
   history: unknown[];
+  /** The turn's call records (lib/canvas/calls.ts) and how many went unrecorded past the bound. */
+  calls?: { records: unknown[]; dropped: number };
 }
+
+/** Call results longer than this go to content-addressed blobs: records stay small. */
+export const CALL_RESULT_INLINE_BYTES = 1024;
 
 export interface TurnRecord {
   turn: number;
@@ -166,7 +171,7 @@ export async function loadSession(ctx: StoreContext, tenant: string, id: string,
   const latest = latestRaw ? { ...toTurn(latestRaw), state: decode(latestRaw.s as Uint8Array, blobs) } : null;
   settleHead(head, latest, slot);
   const storedBlobs = new Set<string>();
-  for (const t of turns) for (const h of [...((t.sb as string[]) ?? []), ...((t.hb as string[]) ?? []), ...((t.rb as string[]) ?? [])]) storedBlobs.add(h);
+  for (const t of turns) for (const h of [...((t.sb as string[]) ?? []), ...((t.hb as string[]) ?? []), ...((t.rb as string[]) ?? []), ...((t.cb as string[]) ?? [])]) storedBlobs.add(h);
   return { head, latest, history, storedBlobs };
 }
 
@@ -273,8 +278,9 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
   const history = encode(c.payload.history);
   const request = encode(c.payload.request);
   const response = encode(c.payload.response);
+  const calls = c.payload.calls && (c.payload.calls.records.length > 0 || c.payload.calls.dropped > 0) ? encode(c.payload.calls, CALL_RESULT_INLINE_BYTES) : undefined;
   const newBlobs = new Map<string, string>();
-  for (const part of [state, history, request, response]) {
+  for (const part of [state, history, request, response, ...(calls ? [calls] : [])]) {
     for (const [hash, text] of part.blobs) if (!c.storedBlobs.has(hash)) newBlobs.set(hash, text);
   }
   let bytes = await writeBlobs(ctx, pk, newBlobs);
@@ -292,6 +298,10 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
     q: request.bytes,
     r: response.bytes,
   };
+  if (calls) {
+    record.c = calls.bytes;
+    if (calls.blobs.size > 0) record.cb = [...calls.blobs.keys()];
+  }
   if (c.keyHash) record.ik = c.keyHash;
   if (c.fingerprint) record.fp = c.fingerprint;
   for (const [attr, part] of [['sb', state], ['hb', history], ['qb', request], ['rb', response]] as const) {
@@ -408,14 +418,19 @@ export async function releaseClaim(ctx: StoreContext, head: SessionHead, claim: 
 }
 
 /** One committed turn: its record and stored response (exactly as returned then). */
-export async function getTurn(ctx: StoreContext, tenant: string, id: string, turn: number): Promise<(TurnRecord & { response: string; request: unknown }) | null> {
+export async function getTurn(ctx: StoreContext, tenant: string, id: string, turn: number): Promise<(TurnRecord & { response: string; request: unknown; calls: { records: unknown[]; dropped: number } }) | null> {
   const pk = keys.session(tenant, id);
   const { Item } = await call('read the turn', () =>
     ctx.doc.send(new GetCommand({ TableName: ctx.table, Key: { pk, sk: keys.turn(turn) }, ConsistentRead: true })),
   );
   if (!Item || isClaimItem(Item)) return null;
-  const blobs = await readBlobs(ctx, pk, [...((Item.rb as string[]) ?? []), ...((Item.qb as string[]) ?? [])]);
-  return { ...toTurn(Item), response: decode(Item.r as Uint8Array, blobs) as string, request: decode(Item.q as Uint8Array, blobs) };
+  const blobs = await readBlobs(ctx, pk, [...((Item.rb as string[]) ?? []), ...((Item.qb as string[]) ?? []), ...((Item.cb as string[]) ?? [])]);
+  return {
+    ...toTurn(Item),
+    response: decode(Item.r as Uint8Array, blobs) as string,
+    request: decode(Item.q as Uint8Array, blobs),
+    calls: Item.c instanceof Uint8Array ? (decode(Item.c, blobs) as { records: unknown[]; dropped: number }) : { records: [], dropped: 0 },
+  };
 }
 
 /** Committed turns in order, from `after` (exclusive), without their state. */

@@ -500,6 +500,7 @@ export async function commitCanvas(
       request: normalizedRequest(request),
       response: body,
       history: [...canvas.lastTurnHistory],
+      calls: { records: [...canvas.lastTurnCalls.records], dropped: canvas.lastTurnCalls.dropped },
     },
     keyHash: extra.keyHash ?? claim?.keyHash ?? null,
     fingerprint: extra.fingerprint ?? claim?.fingerprint ?? null,

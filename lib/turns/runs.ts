@@ -69,6 +69,8 @@ export interface TurnItem {
   request: unknown;
   /** The response body as it was returned. */
   response: string;
+  /** The calls the turn made outside the run (one turn read alone). */
+  calls?: { records: unknown[]; dropped: number };
 }
 
 export async function runTurns(engine: TurnEngine, tenant: string, runId: string, after: number, limit: number): Promise<{ items: TurnItem[]; more: boolean }> {
@@ -83,7 +85,7 @@ export async function runTurns(engine: TurnEngine, tenant: string, runId: string
 export async function runTurn(engine: TurnEngine, tenant: string, runId: string, turn: number): Promise<TurnItem | null> {
   await loadSession(engine.store, tenant, runId, 0);
   const t = await getTurn(engine.store, tenant, runId, turn);
-  return t ? { turn_number: t.turn, status: t.status, created_at: t.createdAt, request: t.request, response: t.response } : null;
+  return t ? { turn_number: t.turn, status: t.status, created_at: t.createdAt, request: t.request, response: t.response, calls: t.calls } : null;
 }
 
 export async function deleteRun(engine: TurnEngine, tenant: string, runId: string): Promise<void> {

@@ -19,7 +19,17 @@ const errors = { 400: json(ErrorSchema, 'invalid request'), 404: json(ErrorSchem
 const RunParam = z.object({ run_id: RUN_ID });
 
 const TurnItem = z
-  .object({ turn_number: z.number().int(), status: z.string(), created_at: z.string(), request: z.unknown(), response: z.unknown() })
+  .object({
+    turn_number: z.number().int(),
+    status: z.string(),
+    created_at: z.string(),
+    request: z.unknown(),
+    response: z.unknown(),
+    calls: z
+      .object({ records: z.array(z.unknown()), dropped: z.number().int() })
+      .optional()
+      .describe('GET of one turn: every call it made outside the run (model, tool, Invoke) in order, and how many went unrecorded past the bound'),
+  })
   .openapi('Turn');
 
 const TurnEventsSchema = z

@@ -1,0 +1,140 @@
+/**
+ * Call records: every call a turn makes outside the run is kept with its turn, in order — the
+ * component, the kind, an ordinal, a hash of the request as built before secrets are filled in,
+ * and what came back — including an Agent's rounds and tool calls, across the checkpoints of an
+ * async turn, and bounded per turn.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CallLog, type CallRecord } from '../../lib/canvas/calls';
+import { SsrfGuard } from '../../lib/outbound/ssrf';
+import { getTurn } from '../../lib/store/sessions';
+import { executeTurn, type TurnEngine } from '../../lib/turns/execute';
+import { processMessage, type QueueMessage } from '../../lib/turns/queue';
+import { graph, llmStep } from '../helpers/dsl-builder';
+import { newTenant, newWorkflow, testEngine } from '../helpers/engine';
+import { testServices } from '../helpers/services';
+import { startTarget, type TargetServer } from '../helpers/target-server';
+import { OpenAiServer } from '../llm/openai-server';
+
+const SECRET = 'sk-call-record-secret-9d0c1b';
+let model: OpenAiServer;
+let target: TargetServer;
+let engine: TurnEngine;
+
+beforeAll(async () => {
+  model = await OpenAiServer.start();
+  model.respond = (body) => ({ kind: 'text', text: `answer to ${body.messages.at(-1)?.content}`, chunks: 2 });
+  target = await startTarget();
+  engine = { ...testEngine({ openaiUrl: model.url }), services: testServices({ openaiUrl: model.url, allow: ['127.0.0.1'], secrets: { LOG_KEY: SECRET } }) };
+});
+afterAll(async () => {
+  await model.close();
+  await target.close();
+});
+
+const modelThenInvoke = () => graph({
+  begin: ['Begin', { mode: 'conversational' }, ['LLM:A']],
+  'LLM:A': llmStep('A', ['Invoke:Log']),
+  'Invoke:Log': ['Invoke', {
+    url: `${target.url}/log`,
+    method: 'post',
+    headers: '{"x-log-key": "{secret.LOG_KEY}"}',
+    variables: [{ key: 'answer', ref: 'LLM:A@content' }],
+    datatype: 'json',
+    timeout: 5,
+  }, ['Message:Out']],
+  'Message:Out': ['Message', { content: ['{LLM:A@content}'] }],
+});
+
+async function callsOf(tenant: string, runId: string, turn: number): Promise<{ records: CallRecord[]; dropped: number }> {
+  const t = await getTurn(engine.store, tenant, runId, turn);
+  return t?.calls as { records: CallRecord[]; dropped: number };
+}
+
+describe('call records', () => {
+  it('keep each model call and HTTP request of a turn, with the request as built before secrets', async () => {
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, modelThenInvoke());
+    const first = await executeTurn(engine, { tenant, workflowId, runInput: { query: 'the weather' } });
+    const runId = first.response.run_id;
+    const calls = await callsOf(tenant, runId, 1);
+    expect(calls.dropped).toBe(0);
+    expect(calls.records.map((r) => [r.component_id, r.kind, r.ordinal, r.status])).toEqual([
+      ['LLM:A', 'model', 0, 'ok'],
+      ['Invoke:Log', 'invoke', 0, 'ok'],
+    ]);
+    const [llm, invoke] = calls.records as [CallRecord, CallRecord];
+    expect(llm.result).toMatchObject({ text: 'answer to step A of the weather' });
+    expect(invoke.result).toMatchObject({ status: 200 });
+    expect(target.requests.at(-1)?.body).toContain('answer to step A of the weather');
+    // nothing of the turn's records holds the secret's value
+    expect(JSON.stringify(calls)).not.toContain(SECRET);
+
+    // the same request hashes the same in another run; another query does not
+    const again = await executeTurn(engine, { tenant, workflowId, runInput: { query: 'the weather' } });
+    const other = await executeTurn(engine, { tenant, workflowId, runInput: { query: 'the tides' } });
+    const hashes = async (id: string) => (await callsOf(tenant, id, 1)).records.map((r) => r.request_hash);
+    expect(await hashes(again.response.run_id)).toEqual(await hashes(runId));
+    expect((await hashes(other.response.run_id))[0]).not.toBe(llm.request_hash);
+  });
+
+  it('keep an Agent’s rounds and its tool calls in the order they were made', async () => {
+    const tenant = newTenant();
+    const subAgent = { component_name: 'Agent', name: 'Researcher', params: { llm_id: 'r@Local', sys_prompt: 'Research.', user_prompt: '', max_rounds: 1, tools: [] } };
+    const workflowId = await newWorkflow(engine, tenant, graph({
+      begin: ['Begin', { mode: 'conversational' }, ['Agent:Main']],
+      'Agent:Main': ['Agent', { llm_id: 'main@Local', sys_prompt: 'Help.', prompts: [{ role: 'user', content: '{sys.query}' }], max_rounds: 3, tools: [subAgent] }, ['Message:Out']],
+      'Message:Out': ['Message', { content: ['{Agent:Main@content}'] }],
+    }));
+    model.enqueue(
+      { kind: 'tools', calls: [{ name: 'Researcher_0', arguments: { user_prompt: 'find it' } }] },
+      { kind: 'text', text: 'researched' },
+      { kind: 'text', text: 'final answer' },
+    );
+    const result = await executeTurn(engine, { tenant, workflowId, runInput: { query: 'help me' } });
+    expect(result.response.status).toBe('completed');
+    const { records } = await callsOf(tenant, result.response.run_id, 1);
+    expect(records.map((r) => [r.kind, r.ordinal])).toEqual([['model', 0], ['model', 1], ['tool', 2], ['model', 3]]);
+    expect(records[0]?.result).toMatchObject({ tool_calls: [{ name: 'Researcher_0' }] });
+    expect(records[2]).toMatchObject({ name: 'Researcher_0', status: 'ok', result: { content: 'researched' } });
+    expect(records[3]?.result).toMatchObject({ text: 'final answer' });
+  });
+
+  it('survive the checkpoints of an async turn that several invocations finish', async () => {
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, graph({
+      begin: ['Begin', { mode: 'task' }, ['LLM:A']],
+      'LLM:A': llmStep('A', ['LLM:B']),
+      'LLM:B': llmStep('B', ['Message:Out']),
+      'Message:Out': ['Message', { content: ['{LLM:A@content} / {LLM:B@content}'] }],
+    }));
+    const queue: QueueMessage[] = [];
+    const deps = { engine, guard: new SsrfGuard(), requeue: async (m: QueueMessage) => void queue.push(m) };
+    // every invocation is past its deadline: the turn is suspended at each checkpoint and continued
+    let outcome = await processMessage(deps, JSON.stringify({ tenant, workflow_id: workflowId, run_input: { query: 'long' } }), { stopBy: 0 });
+    let invocations = 1;
+    while (outcome.kind === 'continued') {
+      outcome = await processMessage(deps, JSON.stringify(queue.shift()), { stopBy: 0 });
+      invocations++;
+    }
+    if (outcome.kind !== 'done') throw new Error(JSON.stringify(outcome));
+    expect(invocations).toBeGreaterThan(1);
+    const { records } = await callsOf(tenant, outcome.runId, 1);
+    expect(records.map((r) => [r.component_id, (r.result as { text: string }).text])).toEqual([
+      ['LLM:A', 'answer to step A of long'],
+      ['LLM:B', 'answer to step B of long'],
+    ]);
+  });
+
+  it('are bounded per turn: later calls are counted, not recorded, and ordinals go on', () => {
+    const log = new CallLog({}, 3);
+    for (let i = 0; i < 5; i++) log.add('LLM:A', [], { kind: 'model', request: { i } });
+    log.add('LLM:B', ['Loop:L'], { kind: 'model', request: {} });
+    expect(log.records.map((r) => r.ordinal)).toEqual([0, 1, 2]);
+    expect(log.dropped).toBe(3);
+    // a log rebuilt from a checkpoint numbers on from where it was
+    const resumed = new CallLog({ records: log.records, dropped: log.dropped }, 10);
+    resumed.add('LLM:A', [], { kind: 'model', request: {} });
+    expect(resumed.records.at(-1)).toMatchObject({ component_id: 'LLM:A', ordinal: 3, path: [] });
+  });
+});
