@@ -104,8 +104,9 @@ async function main(): Promise<number> {
     // the provider's memorySize in serverless.yml, for one more line
     const deployed = Number(/^\s+memorySize:\s*(\d+)/m.exec(readFileSync(new URL('../serverless.yml', import.meta.url), 'utf8'))?.[1]) || undefined;
     dollars = cost(
-      { ...base, wcuPerTurn: writes.meanWcu, rcuPerTurn: writes.meanRcu, roundTripsPerTurn: overhead.roundTripsPerTurn },
-      { ...base, wcuPerTurn: writes.keyed.meanWcu, rcuPerTurn: writes.keyed.meanRcu, roundTripsPerTurn: writes.keyed.meanRoundTrips },
+      // the cleanup's deletes when the session expires, amortized over its turns, are part of a turn's bill
+      { ...base, wcuPerTurn: writes.meanWcu + writes.cleanupWruPerTurn, rcuPerTurn: writes.meanRcu, roundTripsPerTurn: overhead.roundTripsPerTurn },
+      { ...base, wcuPerTurn: writes.keyed.meanWcu + writes.cleanupWruPerTurn, rcuPerTurn: writes.keyed.meanRcu, roundTripsPerTurn: writes.keyed.meanRoundTrips },
       deployed,
     );
   }
@@ -115,7 +116,7 @@ async function main(): Promise<number> {
     machine,
     quick,
     ...(overhead ? { turn_overhead_ratio: overhead.ratioP50, turn_overhead_p95_ratio: overhead.ratioP95, round_trips_per_turn: overhead.roundTripsPerTurn } : {}),
-    ...(writes ? { write_growth_ratio: writes.growthRatio, ragflow_write_growth_ratio: writes.ragflowGrowth } : {}),
+    ...(writes ? { write_growth_ratio: writes.growthRatio, ragflow_write_growth_ratio: writes.ragflowGrowth, cleanup_wru_per_turn: writes.cleanupWruPerTurn } : {}),
     ...(cpu ? { cpu_ratio_vs_langgraph: cpu.ratio } : {}),
     ...(cold ? { bundle_kb_over_floor_max: cold.bundleKbOverFloorMax, init_ratio_vs_floor_max: cold.initRatioMax } : {}),
     ...(load ? { throughput_ratio: load.ratio } : {}),

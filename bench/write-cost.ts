@@ -6,7 +6,8 @@
  * conversation stored RAGFlow's way: the whole session row rewritten every turn.
  */
 import { randomBytes } from 'node:crypto';
-import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { keys } from '../lib/store/item-keys';
 import { Canvas } from '../lib/canvas';
 import { readConfig } from '../lib/config';
 import { buildRuntime } from '../lib/runtime';
@@ -49,6 +50,11 @@ export interface WriteCostResult {
   keyed: { meanWcu: number; meanRcu: number; meanRoundTrips: number };
   /** Reported and arithmetic figures disagreed on this many turns. */
   mismatches: number;
+  /**
+   * What the session cleanup's deletes cost when the session expires, divided by its turns:
+   * the head goes by TTL (free); the consumer deletes every other item, charged by its size.
+   */
+  cleanupWruPerTurn: number;
 }
 
 const kb = (bytes: number) => Math.ceil(bytes / 1024);
@@ -180,6 +186,17 @@ function meter(doc: DynamoDBDocumentClient, side: DynamoDBDocumentClient, table:
   };
 }
 
+async function partitionItems(db: Database, tenant: string, runId: string): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await db.doc.send(new QueryCommand({ TableName: db.table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': keys.session(tenant, runId) }, ExclusiveStartKey: start }));
+    items.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return items;
+}
+
 /** RAGFlow's session row after a turn: its canvas (DSL + whole state) and every message. */
 function ragflowRow(canvas: Canvas, messages: unknown[]): number {
   const row = { id: 'x'.repeat(32), dialog_id: 'x'.repeat(32), user_id: '', message: messages, reference: [], dsl: { ...benchDsl(), ...canvas.serialize() } };
@@ -241,6 +258,12 @@ export async function writeCost(db: Database, options: WriteCostOptions): Promis
   }
   const plainSteady = costs.slice(1);
 
+  // the session's items when it expires: the cleanup consumer deletes all but the head
+  const items = await partitionItems(db, tenant, runId as string);
+  const cleanupWru = items.filter((i) => i.sk !== 'T#~').reduce((sum, i) => sum + kb(itemSize(i)), 0);
+  const cleanupWruPerTurn = cleanupWru / n;
+  console.log(`session cleanup: ${items.length - 1} items deleted by the consumer, ${cleanupWru} WRU, ${fmt(cleanupWruPerTurn)} WRU per turn amortized (the head expires by TTL, free)`);
+
   const at = (t: number) => costs[t - 1] as TurnCost;
   table(
     ['turn', 'WCU reported', 'WCU from sizes', 'bytes written', 'RCU reported', 'RCU from sizes', 'round trips', 'RAGFlow bytes', 'RAGFlow WCU-equiv.'],
@@ -269,6 +292,7 @@ export async function writeCost(db: Database, options: WriteCostOptions): Promis
       meanRoundTrips: mean(keyed.map((c) => c.roundTrips)),
     },
     mismatches,
+    cleanupWruPerTurn,
   };
   console.log(
     `mean per turn over all ${n} turns: ${fmt(result.meanWcu)} WCU, ${fmt(result.meanRcu)} RCU, ${fmt(result.meanRoundTrips)} round trips (continuing turns: ${fmt(mean(plainSteady.map((c) => c.wcuReported)))} WCU); with an Idempotency-Key: ${fmt(result.keyed.meanWcu)} WCU, ${fmt(result.keyed.meanRcu)} RCU, ${fmt(result.keyed.meanRoundTrips)} round trips`,
