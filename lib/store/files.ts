@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { BatchWriteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { call, ConditionFailed, isExpired, queryAll, type StoreContext } from './dynamo';
 import { NotFoundError } from './errors';
-import { deletePartition } from './sessions';
+import { deletePartition } from './deletion';
 
 const CHUNK_BYTES = 300 * 1024;
 export const UNUSED_FILE_TTL_SECONDS = 7 * 86_400;

@@ -11,14 +11,13 @@
  * the listed status or timer changed, or the listing is older than `listingRefreshMs`. A reader
  * that finds the head behind the latest turn record trusts the record.
  */
-import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { EaselError } from '../errors';
-import { backoff, itemSize, readBlobs, writeBlobs } from './blobs';
+import { itemSize, readBlobs, writeBlobs } from './blobs';
 import { decode, encode } from './codec';
-import { call, capacityParam, ConditionFailed, isExpired, queryAll, reportCapacity, type StoreContext } from './dynamo';
+import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
 import { NotFoundError, RunExistsError, TurnConflictError, TurnInProgressError } from './errors';
 import { keys, SESSION_HEAD_SK, TURN_PREFIX, turnFromSk } from './item-keys';
-import { LISTING_INDEX, TIMER_INDEX } from './table';
 import { CLAIM_KIND, type Claim, claimSlot, type ClaimRequest, FREE_SLOT, isClaimItem, leaseRefusal, releaseSlot, slotRefusal, toClaim } from './turn-slot';
 
 export type { Claim } from './turn-slot';
@@ -455,85 +454,6 @@ export async function listTurns(ctx: StoreContext, tenant: string, id: string, a
   };
 }
 
-/** What the listing index holds of a session: its head without the state. */
-export type SessionSummary = Pick<SessionHead, 'id' | 'workflowId' | 'version' | 'status' | 'turn' | 'userId' | 'createdAt' | 'updatedAt'>;
-
-/**
- * Sessions of a workflow, newest first, from the listing index: no session state is read.
- * `userId` filters on the projected attribute.
- */
-export async function listSessions(
-  ctx: StoreContext,
-  tenant: string,
-  workflowId: string,
-  options: { limit: number; cursor?: Record<string, unknown>; userId?: string; status?: string; oldestFirst?: boolean },
-): Promise<{ items: SessionSummary[]; cursor: Record<string, unknown> | undefined }> {
-  const nowSec = Math.floor(now(ctx) / 1000);
-  const filters = ['(attribute_not_exists(#ttl) OR #ttl > :now)'];
-  const values: Record<string, unknown> = { ':pk': keys.sessionList(tenant, workflowId), ':now': nowSec };
-  if (options.userId !== undefined) {
-    filters.push('user_id = :user');
-    values[':user'] = options.userId;
-  }
-  if (options.status !== undefined) {
-    filters.push('#status = :status');
-    values[':status'] = options.status;
-  }
-  const items: SessionSummary[] = [];
-  let cursor = options.cursor;
-  // a filter can leave a page short: read on until the page is full or the index ends
-  do {
-    const page = await call('list sessions', () =>
-      ctx.doc.send(new QueryCommand({
-        TableName: ctx.table,
-        IndexName: LISTING_INDEX,
-        KeyConditionExpression: 'gsi1pk = :pk',
-        FilterExpression: filters.join(' AND '),
-        ExpressionAttributeNames: { '#ttl': 'ttl', ...(options.status !== undefined ? { '#status': 'status' } : {}) },
-        ExpressionAttributeValues: values,
-        ScanIndexForward: options.oldestFirst === true,
-        Limit: options.limit - items.length,
-        ExclusiveStartKey: cursor,
-      })),
-    );
-    for (const i of page.Items ?? []) {
-      const { id, workflowId, version, status, turn, userId, createdAt, updatedAt } = toHead(i);
-      items.push({ id, workflowId, version, status, turn, userId, createdAt, updatedAt });
-    }
-    cursor = page.LastEvaluatedKey;
-  } while (cursor && items.length < options.limit);
-  return { items, cursor };
-}
-
-/** Deletes every item of the session: the head first, so readers see it gone at once. */
-export async function deleteSession(ctx: StoreContext, tenant: string, id: string): Promise<void> {
-  await deletePartition(ctx, keys.session(tenant, id), SESSION_HEAD_SK);
-}
-
-export async function deletePartition(ctx: StoreContext, pk: string, firstSk?: string): Promise<number> {
-  let deleted = 0;
-  if (firstSk) {
-    await deleteKeys(ctx, [{ pk, sk: firstSk }]);
-    deleted++;
-  }
-  const items = await queryAll(ctx, 'list the session items', { KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ProjectionExpression: 'pk, sk' });
-  await deleteKeys(ctx, items.map((i) => ({ pk: i.pk as string, sk: i.sk as string })));
-  return deleted + items.length;
-}
-
-/** Deletes items by key in batches of 25, retrying what DynamoDB leaves unprocessed. */
-export async function deleteKeys(ctx: StoreContext, items: { pk: string; sk: string }[]): Promise<void> {
-  for (let i = 0; i < items.length; i += 25) {
-    let requests = items.slice(i, i + 25).map((Key) => ({ DeleteRequest: { Key } }));
-    for (let attempt = 0; requests.length > 0; attempt++) {
-      const out = await call('delete items', () => ctx.doc.send(new BatchWriteCommand({ RequestItems: { [ctx.table]: requests }, ...capacityParam(ctx) })));
-      reportCapacity(ctx, 'delete', 'write', out.ConsumedCapacity);
-      requests = (out.UnprocessedItems?.[ctx.table] ?? []) as typeof requests;
-      if (requests.length > 0) await backoff(attempt);
-    }
-  }
-}
-
 // ---- mapping ------------------------------------------------------------------------------
 
 function headItem(h: SessionHead): Record<string, unknown> {
@@ -579,25 +499,8 @@ export function toHead(item: Record<string, unknown>): SessionHead {
   };
 }
 
-function dueSortKey(dueAt: number, tenant: string, id: string): string {
+export function dueSortKey(dueAt: number, tenant: string, id: string): string {
   return `${String(dueAt).padStart(15, '0')}#${tenant}#${id}`;
-}
-
-/** Runs whose form timer is due at `nowMs`, oldest first, from the sparse timer index. */
-export async function listDueRuns(ctx: StoreContext, nowMs: number, limit: number): Promise<{ tenant: string; id: string }[]> {
-  const { Items = [] } = await call('list due timers', () =>
-    ctx.doc.send(new QueryCommand({
-      TableName: ctx.table,
-      IndexName: TIMER_INDEX,
-      KeyConditionExpression: 'gsi2pk = :due AND gsi2sk <= :now',
-      ExpressionAttributeValues: { ':due': 'DUE', ':now': `${String(nowMs).padStart(15, '0')}#~` },
-      Limit: limit,
-    })),
-  );
-  return Items.map((i) => {
-    const m = /^T#([^#]+)#S#([0-9a-f]{32})$/.exec(i.pk as string);
-    return m ? { tenant: m[1] as string, id: m[2] as string } : undefined;
-  }).filter((r): r is { tenant: string; id: string } => r !== undefined);
 }
 
 function toTurn(item: Record<string, unknown>): TurnRecord {

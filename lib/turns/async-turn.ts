@@ -30,13 +30,13 @@ import {
   leaseOf,
   type Prepared,
   prepareNext,
-  replayOf,
   ttlOf,
   type TurnEngine,
   type TurnRequest,
   type TurnResult,
 } from './execute';
 import { mergeMessageDeltas } from './response';
+import { replayOf } from './turn-keys';
 
 /** What this worker did of the turn, for logs and metrics. */
 export interface WorkerProgress {

@@ -34,18 +34,16 @@ import {
   type Workflow,
 } from '../canvas';
 import type { CanvasState } from '../canvas/state';
-import { canonicalJson, sha256 } from '../store/codec';
+import { sha256 } from '../store/codec';
 import type { StoreContext } from '../store/dynamo';
 import { IdempotencyMismatchError, NotFoundError, RunExistsError, TurnConflictError, TurnInProgressError } from '../store/errors';
 import { requestCancel } from '../store/checkpoints';
-import { getIdempotency, putIdempotency } from '../store/idempotency';
+import { putIdempotency } from '../store/idempotency';
 import {
   type Claim,
   claimTurn,
   commitTurn,
   createSession,
-  getHead,
-  getTurn,
   type LoadedSession,
   loadSession,
   releaseClaim,
@@ -53,6 +51,7 @@ import {
 } from '../store/sessions';
 import { getVersion, getWorkflow } from '../store/workflows';
 import { resolveFileInputs } from './files';
+import { derivedRunId, fingerprintOf, keyedTurn, keyHashOf, normalizedRequest, replayOf, resolveKey } from './turn-keys';
 import { buildResponse, type TurnResponse } from './response';
 
 export const DEFAULT_LEASE_MS = 60_000;
@@ -185,11 +184,6 @@ export type Begun =
   | { running: { runId: string; turn: number } }
   | (Started & { claim: Claim });
 
-/** The stored answer of a committed turn, byte for byte as a retry gets it. */
-export function replayOf(turn: { response: string }): TurnResult {
-  return { body: turn.response, response: JSON.parse(turn.response) as TurnResponse, replayed: true };
-}
-
 export interface ClaimOptions {
   leaseMs?: number;
   waitForSameKey?: boolean;
@@ -239,7 +233,7 @@ async function beginTurn(engine: TurnEngine, original: TurnRequest, options: Cla
     // a continuing turn without turn_number: its key is kept in a record of its own
     const keyRecord = request.idempotencyKey !== undefined && runId !== undefined && request.turnNumber === undefined;
     if (keyRecord) {
-      const known = await resolveKey(engine, request, keyHash as string, fingerprint, wait, options.token);
+      const known = await resolveKey(engine, request, keyHash as string, fingerprint, wait, leaseOf(engine), options.token);
       if ('replay' in known || 'running' in known) return known;
       replacing = known.replacing;
     }
@@ -290,25 +284,6 @@ async function beginTurn(engine: TurnEngine, original: TurnRequest, options: Cla
     return started;
   }
   throw new TurnInProgressError(0, 'running');
-}
-
-/**
- * What a key already stands for in turn `target` of a loaded run: a committed turn (replay it),
- * a claim still live (`in_flight`: wait for it), or nothing (run the turn; an expired claim of
- * the key is taken over by the claim).
- */
-async function keyedTurn(engine: TurnEngine, head: SessionHead, target: number, keyHash: string, fingerprint: string, ownToken?: string): Promise<{ replay: TurnResult } | 'in_flight' | null> {
-  if (head.turn >= target) {
-    const turn = await getTurn(engine.store, head.tenant, head.id, target);
-    if (!turn || turn.keyHash !== keyHash) return null;
-    if (turn.fingerprint !== null && turn.fingerprint !== fingerprint) throw new IdempotencyMismatchError();
-    return { replay: replayOf(turn) };
-  }
-  const claim = head.claim;
-  if (head.turn !== target - 1 || !claim || claim.keyHash !== keyHash) return null;
-  if (claim.fingerprint !== undefined && claim.fingerprint !== fingerprint) throw new IdempotencyMismatchError();
-  if (ownToken !== undefined && claim.token === ownToken) return null;
-  return claim.expiresAt > now(engine) ? 'in_flight' : null;
 }
 
 /**
@@ -513,40 +488,6 @@ export async function commitCanvas(
   return { body, response, replayed: false };
 }
 
-type KnownKey = { replay: TurnResult } | { running: { runId: string; turn: number } } | { replacing: string | null };
-
-/**
- * What the key record of a continuing turn sent without `turn_number` stands for: a committed
- * turn (replay it), a request still running (wait for it), or an attempt that died (take it over).
- */
-async function resolveKey(engine: TurnEngine, request: TurnRequest, key: string, fingerprint: string, wait: boolean, ownToken?: string): Promise<KnownKey> {
-  const deadline = now(engine) + (engine.idempotencyWaitMs ?? leaseOf(engine));
-  for (let pause = 50; ; pause = Math.min(pause * 2, 500)) {
-    const record = await getIdempotency(engine.store, request.tenant, key);
-    if (!record) return { replacing: null };
-    if (record.fingerprint !== fingerprint) throw new IdempotencyMismatchError();
-    const turn = await getTurn(engine.store, request.tenant, record.sessionId, record.turn);
-    if (turn && turn.committedBy === record.token) return { replay: replayOf(turn) };
-    const head = await getHead(engine.store, request.tenant, record.sessionId).catch((error: unknown) => {
-      if (error instanceof NotFoundError) return null;
-      throw error;
-    });
-    // our own earlier attempt (a redelivered message): the caller continues its claim
-    if (head && ownToken !== undefined && record.token === ownToken) return { replacing: record.token };
-    const at = now(engine);
-    // in flight: its claim is live, or it recorded the key and has not claimed yet
-    const claimed = head?.claim?.token === record.token;
-    const running = head !== null && (claimed
-      ? (head.claim as Claim).expiresAt > at
-      : head.turn < record.turn && record.createdAt + leaseOf(engine) > at);
-    // the attempt died (or lost its race): take it over
-    if (!running) return { replacing: record.token };
-    if (!wait) return { running: { runId: record.sessionId, turn: record.turn } };
-    if (at + pause > deadline) throw new TurnInProgressError(head.turn, head.status);
-    await new Promise((resolve) => setTimeout(resolve, pause));
-  }
-}
-
 async function resolveWorkflow(engine: TurnEngine, tenant: string, workflowId: string, version?: number) {
   const head = await getWorkflow(engine.store, tenant, workflowId);
   if (head.deleted) throw new NotFoundError('workflow');
@@ -584,33 +525,6 @@ export function canvasOptions(engine: TurnEngine, runId: string, tenant: string)
 function withHistory(state: unknown, history: unknown[], workflow: Workflow): unknown {
   const keep = Math.max(2, workflow.historyWindow * 2);
   return { ...(state as Record<string, unknown>), history: history.slice(-keep) };
-}
-
-/** The request as it is fingerprinted and stored: what was asked, not how it was spelled. */
-function normalizedRequest(request: TurnRequest): Record<string, unknown> {
-  const { signal: _signal, command: engineCommand, ...runInput } = request.runInput ?? {};
-  return {
-    workflow_id: request.workflowId,
-    run_id: request.runId ?? null,
-    turn_number: request.turnNumber ?? null,
-    version: request.version ?? null,
-    command: request.command ?? engineCommand ?? null,
-    run_input: runInput,
-  };
-}
-
-export function fingerprintOf(request: TurnRequest): string {
-  return sha256(canonicalJson(normalizedRequest(request)));
-}
-
-/** An Idempotency-Key as stored: hashed with its tenant and principal, so keys of two principals never meet. */
-export function keyHashOf(request: Pick<TurnRequest, 'tenant' | 'principal' | 'idempotencyKey'>): string {
-  return sha256(`${request.tenant}\n${request.principal ?? ''}\n${request.idempotencyKey ?? ''}`).slice(0, 40);
-}
-
-/** The run id a keyed first turn gets: a function of the key, so every retry names the same run. */
-export function derivedRunId(keyHash: string): string {
-  return sha256(`easel-run:${keyHash}`).slice(0, 32);
 }
 
 const now = (engine: TurnEngine) => (engine.clock ?? Date.now)();

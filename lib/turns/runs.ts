@@ -5,7 +5,8 @@
 import type { FieldView, RunStatus } from '../canvas';
 import { Canvas } from '../canvas';
 import type { PendingPrompt } from '../canvas/state';
-import { deleteSession, getTurn, listTurns, loadSession } from '../store/sessions';
+import { deleteSession } from '../store/deletion';
+import { getTurn, listTurns, loadSession } from '../store/sessions';
 import { compiledVersion, type TurnEngine } from './execute';
 import type { NextInputHint } from './response';
 

@@ -6,7 +6,8 @@
  */
 import { NotWaitingForInputError } from '../canvas/errors';
 import { TurnConflictError, TurnInProgressError } from '../store/errors';
-import { getHead, listDueRuns } from '../store/sessions';
+import { listDueRuns } from '../store/session-listing';
+import { getHead } from '../store/sessions';
 import { executeTurn, type TurnEngine, type TurnResult } from './execute';
 
 /** Fires the run's armed timer now (`onlyIfDue`: only if its time has come). */

@@ -61,7 +61,7 @@ describe('the queue worker', () => {
     expect(await processBatch(deps, [duplicate])).toEqual({ batchItemFailures: [] });
     expect(model.calls).toBe(calls);
 
-    const { items } = await import('../../lib/store/sessions').then((m) => m.listSessions(engine.store, tenant, workflowId, { limit: 5 }));
+    const { items } = await import('../../lib/store/session-listing').then((m) => m.listSessions(engine.store, tenant, workflowId, { limit: 5 }));
     expect(items).toHaveLength(1);
     const runId = items[0]?.id as string;
     const stale = sqsRecord(JSON.stringify({ tenant, workflow_id: workflowId, run_id: runId, turn_number: 0, run_input: { inputs: { topic: 'x' } } }));
@@ -87,7 +87,7 @@ describe('scheduled runs', () => {
     // Scheduler retries a target it could not confirm; SQS may deliver twice as well
     expect(await processBatch(deps, [sqsRecord(nine), sqsRecord(nine)])).toEqual({ batchItemFailures: [] });
     expect(await processBatch(deps, [sqsRecord(nine)])).toEqual({ batchItemFailures: [] });
-    const { listSessions } = await import('../../lib/store/sessions');
+    const { listSessions } = await import('../../lib/store/session-listing');
     expect((await listSessions(engine.store, tenant, workflowId, { limit: 10 })).items).toHaveLength(1);
     expect(await processBatch(deps, [sqsRecord(at('2026-12-02T09:00:00Z'))])).toEqual({ batchItemFailures: [] });
     expect((await listSessions(engine.store, tenant, workflowId, { limit: 10 })).items).toHaveLength(2);

@@ -4,7 +4,8 @@
  * one outcome is committed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listDueRuns, listTurns } from '../../lib/store/sessions';
+import { listDueRuns } from '../../lib/store/session-listing';
+import { listTurns } from '../../lib/store/sessions';
 import { executeTurn } from '../../lib/turns/execute';
 import { fireTimer, pumpDueTimers } from '../../lib/turns/timers';
 import { graph } from '../helpers/dsl-builder';

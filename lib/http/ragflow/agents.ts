@@ -8,7 +8,9 @@ import { compileWorkflow } from '../../canvas';
 import { Canvas } from '../../canvas';
 import { isRecord } from '../../canvas/references';
 import { NotFoundError } from '../../store/errors';
-import { deleteSession, listSessions, loadSession, type SessionSummary } from '../../store/sessions';
+import { deleteSession } from '../../store/deletion';
+import { listSessions, type SessionSummary } from '../../store/session-listing';
+import { loadSession } from '../../store/sessions';
 import {
   addVersion,
   allWorkflows,

@@ -3,7 +3,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { RUN_STATUSES } from '../../canvas';
 import { NotFoundError } from '../../store/errors';
 import { keys } from '../../store/item-keys';
-import { listSessions } from '../../store/sessions';
+import { listSessions } from '../../store/session-listing';
 import { deleteRun, describeRun, runTurn, runTurns } from '../../turns/runs';
 import { parseCursor, readTurnEvents, type TurnEvents } from '../../turns/progress';
 import { fireTimer } from '../../turns/timers';
