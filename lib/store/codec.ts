@@ -28,14 +28,69 @@ export function encode(value: unknown, threshold = BLOB_THRESHOLD): Encoded {
 }
 
 export function decode(bytes: Uint8Array, blobs: ReadonlyMap<string, string>): unknown {
-  return JSON.parse(decompress(bytes), (_key, v: unknown) => {
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
-    const hash = (v as Record<string, unknown>)[REF];
-    if (typeof hash !== 'string') return v;
-    const text = blobs.get(hash);
-    if (text === undefined) throw new Error(`missing blob ${hash}`);
-    return text;
-  });
+  return JSON.parse(decompress(bytes), (_key, v: unknown) => fromRef(v, blobs));
+}
+
+function fromRef(v: unknown, blobs: ReadonlyMap<string, string>): unknown {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
+  const hash = (v as Record<string, unknown>)[REF];
+  if (typeof hash !== 'string') return v;
+  const text = blobs.get(hash);
+  if (text === undefined) throw new Error(`missing blob ${hash}`);
+  return text;
+}
+
+/** Blob references in a parsed value replaced by their text (in place, bottom up). */
+function revive(v: unknown, blobs: ReadonlyMap<string, string>): unknown {
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) v[i] = revive(v[i], blobs);
+    return v;
+  }
+  const record = v as Record<string, unknown>;
+  if (typeof record[REF] === 'string') return fromRef(record, blobs);
+  for (const key of Object.keys(record)) record[key] = revive(record[key], blobs);
+  return record;
+}
+
+/** Several payloads in one compression stream, each with its own blobs (read only when wanted). */
+export interface EncodedParts {
+  bytes: Uint8Array;
+  blobs: Record<string, Map<string, string>>;
+}
+
+/**
+ * Encodes named parts as one brotli stream — smaller and cheaper than a stream each, as the
+ * parts of a turn share most of their words — while each part's long strings still go to blobs
+ * of its own, so a reader that wants one part fetches only that part's blobs.
+ */
+export function encodeParts(parts: Record<string, unknown>, thresholds: Record<string, number> = {}): EncodedParts {
+  const blobs: Record<string, Map<string, string>> = {};
+  const spilled: Record<string, string> = {};
+  for (const [name, value] of Object.entries(parts)) {
+    const own = new Map<string, string>();
+    const threshold = thresholds[name] ?? BLOB_THRESHOLD;
+    spilled[name] = JSON.stringify(value, (_key, v: unknown) => {
+      if (typeof v !== 'string' || v.length <= threshold) return v;
+      const hash = sha256(v);
+      own.set(hash, v);
+      return { [REF]: hash };
+    }) ?? 'null';
+    blobs[name] = own;
+  }
+  const json = `{${Object.entries(spilled).map(([name, text]) => `${JSON.stringify(name)}:${text}`).join(',')}}`;
+  return { bytes: compress(json), blobs };
+}
+
+/** The parts `wanted` of an `encodeParts` payload; `blobs` need hold only theirs. */
+export function decodeParts(bytes: Uint8Array, wanted: readonly string[], blobs: ReadonlyMap<string, string>): Record<string, unknown> {
+  const all = JSON.parse(decompress(bytes)) as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const name of wanted) {
+    if (!(name in all)) continue;
+    out[name] = revive(all[name], blobs);
+  }
+  return out;
 }
 
 export function compress(text: string): Uint8Array {

@@ -14,7 +14,7 @@
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { EaselError } from '../errors';
 import { itemSize, readBlobs, writeBlobs } from './blobs';
-import { decode, encode } from './codec';
+import { decode, decodeParts, encodeParts } from './codec';
 import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
 import { NotFoundError, RunExistsError, TurnConflictError, TurnInProgressError } from './errors';
 import { keys, SESSION_HEAD_SK, TURN_PREFIX, turnFromSk } from './item-keys';
@@ -164,10 +164,8 @@ export async function loadSession(ctx: StoreContext, tenant: string, id: string,
   const blobs = await readBlobs(ctx, pk, [...blobHashes]);
 
   const history: unknown[] = [];
-  for (const t of [...turns].reverse()) {
-    if (t.h) history.push(...(decode(t.h as Uint8Array, blobs) as unknown[]));
-  }
-  const latest = latestRaw ? { ...toTurn(latestRaw), state: decode(latestRaw.s as Uint8Array, blobs) } : null;
+  for (const t of [...turns].reverse()) history.push(...((partsOf(t, t === latestRaw ? ['h', 's'] : ['h'], blobs).h as unknown[] | undefined) ?? []));
+  const latest = latestRaw ? { ...toTurn(latestRaw), state: partsOf(latestRaw, ['s'], blobs).s } : null;
   settleHead(head, latest, slot);
   const storedBlobs = new Set<string>();
   for (const t of turns) for (const h of [...((t.sb as string[]) ?? []), ...((t.hb as string[]) ?? []), ...((t.rb as string[]) ?? []), ...((t.cb as string[]) ?? [])]) storedBlobs.add(h);
@@ -273,14 +271,16 @@ export interface CommitResult {
 export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitResult> {
   const pk = keys.session(c.head.tenant, c.head.id);
   const at = now(ctx);
-  const state = encode(c.payload.state);
-  const history = encode(c.payload.history);
-  const request = encode(c.payload.request);
-  const response = encode(c.payload.response);
-  const calls = c.payload.calls && (c.payload.calls.records.length > 0 || c.payload.calls.dropped > 0) ? encode(c.payload.calls, CALL_RESULT_INLINE_BYTES) : undefined;
+  const withCalls = c.payload.calls && (c.payload.calls.records.length > 0 || c.payload.calls.dropped > 0);
+  // one compression stream for the whole turn (its parts share most of their words); each
+  // part's long strings go to blobs of its own, so a reader fetches only the blobs it needs
+  const payload = encodeParts(
+    { s: c.payload.state, h: c.payload.history, q: c.payload.request, r: c.payload.response, ...(withCalls ? { c: c.payload.calls } : {}) },
+    { c: CALL_RESULT_INLINE_BYTES },
+  );
   const newBlobs = new Map<string, string>();
-  for (const part of [state, history, request, response, ...(calls ? [calls] : [])]) {
-    for (const [hash, text] of part.blobs) if (!c.storedBlobs.has(hash)) newBlobs.set(hash, text);
+  for (const part of Object.values(payload.blobs)) {
+    for (const [hash, text] of part) if (!c.storedBlobs.has(hash)) newBlobs.set(hash, text);
   }
   let bytes = await writeBlobs(ctx, pk, newBlobs);
 
@@ -292,19 +292,12 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
     status: c.status,
     created_at: iso(at),
     committed_by: c.token,
-    s: state.bytes,
-    h: history.bytes,
-    q: request.bytes,
-    r: response.bytes,
+    p: payload.bytes,
   };
-  if (calls) {
-    record.c = calls.bytes;
-    if (calls.blobs.size > 0) record.cb = [...calls.blobs.keys()];
-  }
   if (c.keyHash) record.ik = c.keyHash;
   if (c.fingerprint) record.fp = c.fingerprint;
-  for (const [attr, part] of [['sb', state], ['hb', history], ['qb', request], ['rb', response]] as const) {
-    if (part.blobs.size > 0) record[attr] = [...part.blobs.keys()];
+  for (const [part, hashes] of Object.entries(payload.blobs)) {
+    if (hashes.size > 0) record[`${part}b`] = [...hashes.keys()];
   }
   bytes += itemSize(record);
   if (itemSize(record) > MAX_RECORD_BYTES) {
@@ -424,11 +417,12 @@ export async function getTurn(ctx: StoreContext, tenant: string, id: string, tur
   );
   if (!Item || isClaimItem(Item)) return null;
   const blobs = await readBlobs(ctx, pk, [...((Item.rb as string[]) ?? []), ...((Item.qb as string[]) ?? []), ...((Item.cb as string[]) ?? [])]);
+  const parts = partsOf(Item, ['r', 'q', 'c'], blobs);
   return {
     ...toTurn(Item),
-    response: decode(Item.r as Uint8Array, blobs) as string,
-    request: decode(Item.q as Uint8Array, blobs),
-    calls: Item.c instanceof Uint8Array ? (decode(Item.c, blobs) as { records: unknown[]; dropped: number }) : { records: [], dropped: 0 },
+    response: parts.r as string,
+    request: parts.q,
+    calls: (parts.c as { records: unknown[]; dropped: number } | undefined) ?? { records: [], dropped: 0 },
   };
 }
 
@@ -449,12 +443,27 @@ export async function listTurns(ctx: StoreContext, tenant: string, id: string, a
   const more = LastEvaluatedKey !== undefined && Items.length === read.length;
   const blobs = await readBlobs(ctx, pk, Items.flatMap((i) => [...((i.rb as string[]) ?? []), ...((i.qb as string[]) ?? [])]));
   return {
-    turns: Items.map((i) => ({ ...toTurn(i), response: decode(i.r as Uint8Array, blobs) as string, request: decode(i.q as Uint8Array, blobs) })),
+    turns: Items.map((i) => {
+      const parts = partsOf(i, ['r', 'q'], blobs);
+      return { ...toTurn(i), response: parts.r as string, request: parts.q };
+    }),
     more,
   };
 }
 
 // ---- mapping ------------------------------------------------------------------------------
+
+/**
+ * The parts of a turn record: one stream `p` (state `s`, history `h`, request `q`, response
+ * `r`, calls `c`), or, in records written before it, an attribute each. `blobs` must hold the
+ * wanted parts' blobs (`<part>b`).
+ */
+function partsOf(item: Record<string, unknown>, wanted: readonly string[], blobs: ReadonlyMap<string, string>): Record<string, unknown> {
+  if (item.p instanceof Uint8Array) return decodeParts(item.p, wanted, blobs);
+  const out: Record<string, unknown> = {};
+  for (const part of wanted) if (item[part] instanceof Uint8Array) out[part] = decode(item[part] as Uint8Array, blobs);
+  return out;
+}
 
 function headItem(h: SessionHead): Record<string, unknown> {
   return {
