@@ -116,7 +116,7 @@ async function main(): Promise<number> {
     machine,
     quick,
     ...(overhead ? { turn_overhead_ratio: overhead.ratioP50, turn_overhead_p95_ratio: overhead.ratioP95, round_trips_per_turn: overhead.roundTripsPerTurn } : {}),
-    ...(writes ? { write_growth_ratio: writes.growthRatio, ragflow_write_growth_ratio: writes.ragflowGrowth, cleanup_wru_per_turn: writes.cleanupWruPerTurn } : {}),
+    ...(writes ? { write_growth_ratio: writes.growthRatio, ragflow_write_growth_ratio: writes.ragflowGrowth, cleanup_wru_per_turn: writes.cleanupWruPerTurn, queued_turn_wru: writes.async.meanWcu } : {}),
     ...(cpu ? { cpu_ratio_vs_langgraph: cpu.ratio } : {}),
     ...(cold ? { bundle_kb_over_floor_max: cold.bundleKbOverFloorMax, init_ratio_vs_floor_max: cold.initRatioMax } : {}),
     ...(load ? { throughput_ratio: load.ratio } : {}),

@@ -15,6 +15,7 @@ import { itemSize } from '../lib/store/blobs';
 import { TABLE_DEFINITION } from '../lib/store/table';
 import { createWorkflow } from '../lib/store/workflows';
 import { executeTurn, type TurnEngine } from '../lib/turns/execute';
+import { processMessage } from '../lib/turns/queue';
 import { fmt, heading, mean, table, verdict } from './lib/stats';
 import type { Database } from './lib/stack';
 import { benchDsl, benchWorkflow, turnInput } from './workflow';
@@ -48,6 +49,8 @@ export interface WriteCostResult {
   meanRcu: number;
   meanRoundTrips: number;
   keyed: { meanWcu: number; meanRcu: number; meanRoundTrips: number };
+  /** The keyed conversation's length again, each turn run by the queue worker (an async turn). */
+  async: { meanWcu: number; meanRcu: number; meanRoundTrips: number };
   /** Reported and arithmetic figures disagreed on this many turns. */
   mismatches: number;
   /**
@@ -208,7 +211,7 @@ export async function writeCost(db: Database, options: WriteCostOptions): Promis
   const marks = [...new Set([2, Math.round(n / 4), Math.round(n / 2), n])].filter((t) => t >= 2 && t <= n);
   heading(
     '2. Write cost vs conversation length',
-    `one conversation of ${n} turns with the same output every turn (10-node workflow: queries pause at the form, answers complete), executeTurn on the bench table with ReturnConsumedCapacity; WCU/RCU as reported and as computed from item sizes (whole item on update, +1 KB-unit per changed listing-index entry, reads per 4 KB); "RAGFlow" = the session row RAGFlow rewrites every turn (canvas DSL with its whole state + all messages), from the serialized state of the same conversation; then ${options.keyedTurns} turns with an Idempotency-Key each.`,
+    `one conversation of ${n} turns with the same output every turn (10-node workflow: queries pause at the form, answers complete), executeTurn on the bench table with ReturnConsumedCapacity; WCU/RCU as reported and as computed from item sizes (whole item on update, +1 KB-unit per changed listing-index entry, reads per 4 KB); "RAGFlow" = the session row RAGFlow rewrites every turn (canvas DSL with its whole state + all messages), from the serialized state of the same conversation; then ${options.keyedTurns} turns with an Idempotency-Key each, and ${options.keyedTurns} turns run by the queue worker (the bench workflow calls no model, so they write no checkpoint; an async turn with model calls is measured by test/turns/protocol.test.ts).`,
   );
   const config = readConfig({ ...process.env, EASEL_DYNAMODB_ENDPOINT: db.endpoint, EASEL_DYNAMODB_TABLE: db.table });
   // the runtime's own client is the metered one; db.doc reads item sizes unmetered
@@ -258,6 +261,18 @@ export async function writeCost(db: Database, options: WriteCostOptions): Promis
   }
   const plainSteady = costs.slice(1);
 
+  // the same length again, each turn queued and run by the worker (lease, checkpoints, commit)
+  const queued: Omit<Meter, 'calls'>[] = [];
+  let queuedRun: string | undefined;
+  for (let t = 1; t <= options.keyedTurns; t++) {
+    usage.take();
+    const body = JSON.stringify({ tenant, workflow_id: workflowId, ...(queuedRun ? { run_id: queuedRun, turn_number: t - 1 } : {}), run_input: turnInput(t) });
+    const outcome = await processMessage({ engine, guard: runtime.guard }, body);
+    if (outcome.kind !== 'done') throw new Error(`queued turn ${t}: ${JSON.stringify(outcome)}`);
+    queuedRun = outcome.runId;
+    if (t > 1) queued.push(usage.take());
+  }
+
   // the session's items when it expires: the cleanup consumer deletes all but the head
   const items = await partitionItems(db, tenant, runId as string);
   const cleanupWru = items.filter((i) => i.sk !== 'T#~').reduce((sum, i) => sum + kb(itemSize(i)), 0);
@@ -293,10 +308,16 @@ export async function writeCost(db: Database, options: WriteCostOptions): Promis
     },
     mismatches,
     cleanupWruPerTurn,
+    async: {
+      meanWcu: mean(queued.map((c) => Math.max(c.wcuReported, c.wcuFromSizes))),
+      meanRcu: mean(queued.map((c) => Math.max(c.rcuReported, c.rcuFromSizes))),
+      meanRoundTrips: mean(queued.map((c) => c.roundTrips)),
+    },
   };
   console.log(
     `mean per turn over all ${n} turns: ${fmt(result.meanWcu)} WCU, ${fmt(result.meanRcu)} RCU, ${fmt(result.meanRoundTrips)} round trips (continuing turns: ${fmt(mean(plainSteady.map((c) => c.wcuReported)))} WCU); with an Idempotency-Key: ${fmt(result.keyed.meanWcu)} WCU, ${fmt(result.keyed.meanRcu)} RCU, ${fmt(result.keyed.meanRoundTrips)} round trips`,
   );
+  console.log(`the same ${options.keyedTurns} turns run by the queue worker (async): ${fmt(result.async.meanWcu)} WCU, ${fmt(result.async.meanRcu)} RCU, ${fmt(result.async.meanRoundTrips)} round trips per continuing turn`);
   console.log(`turns where DynamoDB's report and the size arithmetic differ: ${mismatches} of ${n}`);
   console.log(`turn ${last.turn} / turn 2: WCU x${fmt(wcuGrowth)}, bytes x${fmt(bytesGrowth)}; RAGFlow's way: bytes x${fmt(ragflowGrowth)}`);
   console.log(`target turn ${last.turn} <= 1.1x turn 2: ${verdict(result.growthRatio, '<=', 1.1)}`);

@@ -1,6 +1,6 @@
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand, DescribeStreamCommand } from '@aws-sdk/client-dynamodb-streams';
-import { DeleteCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { handler } from '../../functions/session-cleanup';
@@ -9,7 +9,8 @@ import { keys } from '../../lib/store/item-keys';
 import { LOCAL_CREDENTIALS } from '../../lib/store/setup';
 import { deleteSession } from '../../lib/store/deletion';
 import { listSessions } from '../../lib/store/session-listing';
-import { loadSession } from '../../lib/store/sessions';
+import { decodeParts, encode } from '../../lib/store/codec';
+import { getTurn, loadSession } from '../../lib/store/sessions';
 import { createRun, executeTurn } from '../../lib/turns/execute';
 import { fixture } from '../helpers/canvas';
 import { testTable } from '../helpers/dynamo';
@@ -112,5 +113,30 @@ describe('session deletion and expiry', () => {
     expect(result.batchItemFailures).toEqual([]);
     expect(await itemsOf(tenant, runId)).toEqual([]);
     streams.destroy();
+  });
+});
+
+describe('turn records written before the single-stream layout', () => {
+  it('are read as they were stored: an attribute a part', async () => {
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, fixture('form-intake'));
+    const first = await executeTurn(engine, { tenant, workflowId, runInput: {} });
+    const runId = first.response.run_id;
+    const { doc, tableName } = testTable();
+    const key = { pk: keys.session(tenant, runId), sk: keys.turn(1) };
+    const { Item } = await doc.send(new GetCommand({ TableName: tableName, Key: key }));
+    const record = Item as Record<string, unknown>;
+    // rewrite the record the way earlier versions stored it
+    const parts = decodeParts(record.p as Uint8Array, ['s', 'h', 'q', 'r'], new Map());
+    const { p: _p, ...rest } = record;
+    await doc.send(new PutCommand({ TableName: tableName, Item: { ...rest, s: encode(parts.s).bytes, h: encode(parts.h).bytes, q: encode(parts.q).bytes, r: encode(parts.r).bytes } }));
+
+    const turn = await getTurn(engine.store, tenant, runId, 1);
+    expect(turn?.response).toBe(first.body);
+    const loaded = await loadSession(engine.store, tenant, runId, 5);
+    expect(loaded.latest?.state).toEqual(parts.s);
+    // and the run goes on from it
+    const second = await executeTurn(engine, { tenant, workflowId, runId, turnNumber: 1, runInput: { inputs: {} } });
+    expect(second.response.turn_number).toBe(2);
   });
 });

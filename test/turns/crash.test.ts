@@ -4,7 +4,9 @@
  * once the claim's lease expires, a retry completes the turn. Time is the test's own clock
  * (engine and store), moved past the lease instead of slept through.
  */
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keys } from '../../lib/store/item-keys';
 import { TurnInProgressError } from '../../lib/store/errors';
 import { createDynamoClients } from '../../lib/store/setup';
 import { listTurns, loadSession } from '../../lib/store/sessions';
@@ -56,6 +58,19 @@ const points: Point[] = [
   },
 ];
 
+/** The claims (placeholders of turns not committed) in a run's partition. */
+async function claimsOf(tenant: string, runId: string): Promise<Record<string, unknown>[]> {
+  const store = testStore();
+  const { Items = [] } = await store.doc.send(new QueryCommand({
+    TableName: store.table,
+    KeyConditionExpression: 'pk = :pk',
+    FilterExpression: 'kind = :claim',
+    ExpressionAttributeValues: { ':pk': keys.session(tenant, runId), ':claim': 'claim' },
+    ConsistentRead: true,
+  }));
+  return Items;
+}
+
 describe('crash injection', () => {
   it.each(points)('a turn killed $name leaves the run at the previous turn; a retry completes after the lease', async ({ hooks }) => {
     const tenant = newTenant();
@@ -79,6 +94,8 @@ describe('crash injection', () => {
     expect(after.history).toEqual(before.history);
     expect((await listTurns(testStore(), tenant, runId, 0, 10)).turns.map((t) => t.turn)).toEqual([1]);
 
+    // what the dead request left behind is at most its claim, which expires by itself
+    for (const claim of await claimsOf(tenant, runId)) expect(typeof claim.ttl).toBe('number');
     // the dead request's claim still holds the turn...
     if (after.head.claim) {
       await expect(executeTurn(engine, { tenant, workflowId, runId, turnNumber: 1, runInput: { inputs: { topic: 'moon' } } })).rejects.toBeInstanceOf(TurnInProgressError);
@@ -88,6 +105,8 @@ describe('crash injection', () => {
     const retry = await executeTurn(engine, { tenant, workflowId, runId, turnNumber: 1, runInput: { inputs: { topic: 'moon' } }, idempotencyKey: 'k1' });
     expect(retry.response).toMatchObject({ turn_number: 2, status: 'completed', outputs: { content: 'about Topic: moon' } });
     expect((await listTurns(testStore(), tenant, runId, 0, 10)).turns.map((t) => t.turn)).toEqual([1, 2]);
+    // the commit replaced the claim: none is left
+    expect(await claimsOf(tenant, runId)).toEqual([]);
     // and a second retry replays it without running anything
     const calls = server.calls;
     const replay = await executeTurn(engine, { tenant, workflowId, runId, turnNumber: 1, runInput: { inputs: { topic: 'moon' } }, idempotencyKey: 'k1' });
