@@ -13,7 +13,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readConfig } from '../../lib/config';
 import { createApp, type AppDeps } from '../../lib/http/app';
@@ -25,6 +26,7 @@ import { keyIdOf } from '../../lib/secrets/crypto';
 import { decompress } from '../../lib/store/codec';
 import { hashSecret, putApiKey } from '../../lib/store/api-keys';
 import { listDataKeys } from '../../lib/store/secrets';
+import { createDynamoClients, ensureTable } from '../../lib/store/setup';
 import { graph } from '../helpers/dsl-builder';
 import { testTable } from '../helpers/dynamo';
 import { newTenant } from '../helpers/engine';
@@ -93,7 +95,7 @@ function messageOf(body: { events: { event: string; data: { content?: string } }
 
 /** Every item of a tenant, binary attributes decompressed with the store's codec, chunked blobs joined. */
 async function decodedItemsOf(tenant: string): Promise<string[]> {
-  const { doc, tableName } = testTable();
+  const { doc, tableName } = own;
   const items: Record<string, unknown>[] = [];
   let start: Record<string, unknown> | undefined;
   do {
@@ -144,9 +146,19 @@ function expectNowhere(values: string[], texts: string[], where: string): void {
   }
 }
 
+/**
+ * A table of this file's own: the checks scan every item of a tenant, and a scan of the shared
+ * test table would read every other suite's items too (slow, and slower the more suites ran).
+ */
+let own: { doc: DynamoDBDocumentClient; client: DynamoDBClient; tableName: string; endpoint: string };
+
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'easel-secrets-'));
-  const { endpoint, tableName } = testTable();
+  const { endpoint } = testTable();
+  const clients = createDynamoClients({ endpoint });
+  own = { ...clients, tableName: `easel-secrets-${randomBytes(4).toString('hex')}`, endpoint };
+  await ensureTable(own.client, own.tableName);
+  const { tableName } = own;
   const config = readConfig({
     EASEL_DYNAMODB_ENDPOINT: endpoint,
     EASEL_DYNAMODB_TABLE: tableName,
@@ -201,6 +213,7 @@ afterAll(async () => {
   echo?.closeAllConnections();
   await new Promise<void>((resolve) => (echo ? echo.close(() => resolve()) : resolve()));
   await rm(dir, { recursive: true, force: true });
+  await own?.client.send(new DeleteTableCommand({ TableName: own.tableName }));
 });
 
 describe('a tenant secret in an Invoke header', () => {
@@ -225,7 +238,7 @@ describe('a tenant secret in an Invoke header', () => {
     expect(await rotated.rewrapTenant(A)).toEqual({ rewrapped: 1, unreadable: 0 });
     expect((await listDataKeys(deps.engine.store, A)).map((k) => keyIdOf(k.wrapped))).toEqual([ring.current.id]);
     // a server started now (a fresh process) reads the re-wrapped key with the new ring
-    const fresh = buildDeps(readConfig({ EASEL_DYNAMODB_ENDPOINT: testTable().endpoint, EASEL_DYNAMODB_TABLE: testTable().tableName, EASEL_MASTER_KEY_FILE: keyFile.path }));
+    const fresh = buildDeps(readConfig({ EASEL_DYNAMODB_ENDPOINT: own.endpoint, EASEL_DYNAMODB_TABLE: own.tableName, EASEL_MASTER_KEY_FILE: keyFile.path }));
     expect(await fresh.secrets?.get(A, 'CRM_TOKEN')).toBe(SECRET);
 
     // used again: a second turn of a new run, streamed
