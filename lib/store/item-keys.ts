@@ -11,11 +11,9 @@ export const keys = {
   workflow: (tenant: string, workflowId: string) => `T#${tenant}#W#${workflowId}`,
   version: (version: number) => `V#${String(version).padStart(6, '0')}`,
   session: (tenant: string, sessionId: string) => `T#${tenant}#S#${sessionId}`,
+  /** Turn n's slot: its claim while the turn runs (turn-slot.ts), then its record. */
   turn: (turn: number) => `${TURN_PREFIX}${String(turn).padStart(8, '0')}`,
   blob: (hash: string) => `B#${hash}`,
-  /** An async turn in progress: its checkpoint, and the events of each batch after it. */
-  checkpoint: (turn: number) => `P#${String(turn).padStart(8, '0')}`,
-  checkpointEvents: (turn: number, seq: number) => `P#${String(turn).padStart(8, '0')}#E#${String(seq).padStart(6, '0')}`,
   blobChunk: (hash: string, index: number) => `B#${hash}#${String(index).padStart(4, '0')}`,
   idempotency: (tenant: string, key: string) => `T#${tenant}#I#${key}`,
   /** Tenant secrets, under the tenant's own item (see store/secrets.ts). */

@@ -5,7 +5,8 @@
  *
  *   T#<tenant>                  KEY#<key id>        API key (hashed secret, scopes)
  *   T#<tenant>#W#<workflow>     W | V#<version>     workflow head, immutable versions
- *   T#<tenant>#S#<session>      T#<turn> | T#~      turn records, the session head (last)
+ *   T#<tenant>#S#<session>      T#<turn> | T#~      turn records (or the claim of the turn in flight),
+ *                                                   the session head (last)
  *                               B#<sha256>[#<i>]    content-addressed blobs of the session
  *   T#<tenant>#I#<key>          I                   idempotency record
  *
