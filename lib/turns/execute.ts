@@ -255,7 +255,16 @@ async function beginTurn(engine: TurnEngine, original: TurnRequest, options: Cla
         }
         if (known) return known;
       }
-      prepared = await checkNext(engine, request, loaded, derived ? undefined : request.turnNumber, options.token);
+      try {
+        prepared = await checkNext(engine, request, loaded, derived ? undefined : request.turnNumber, options.token);
+      } catch (error) {
+        // a same-key request may have recorded its key and committed since we looked: its
+        // answer, not the refusal of a run that has moved on, is what this retry gets
+        if (!keyRecord || !(error instanceof EaselError)) throw error;
+        const known = await resolveKey(engine, request, keyHash as string, fingerprint, wait, leaseOf(engine), options.token);
+        if ('replay' in known || 'running' in known) return known;
+        throw error;
+      }
     } else {
       prepared = await prepareFirst(engine, request, derived);
     }
