@@ -47,12 +47,16 @@ const secretKey = (tenant: string, name: string) => ({ pk: keys.tenant(tenant), 
 
 /** The tenant's data keys, oldest first. */
 export async function listDataKeys(ctx: StoreContext, tenant: string): Promise<StoredDataKey[]> {
-  const items = await queryAll(ctx, 'list the data keys', {
+  return (await tenantItems(ctx, tenant, SECRET_DATA_KEY_PREFIX, 'list the data keys')).map(toDataKey);
+}
+
+/** The items of the tenant's own partition whose sort key starts with `prefix`, in order. */
+function tenantItems(ctx: StoreContext, tenant: string, prefix: string, what: string): Promise<Record<string, unknown>[]> {
+  return queryAll(ctx, what, {
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
-    ExpressionAttributeValues: { ':pk': keys.tenant(tenant), ':p': SECRET_DATA_KEY_PREFIX },
+    ExpressionAttributeValues: { ':pk': keys.tenant(tenant), ':p': prefix },
     ConsistentRead: true,
   });
-  return items.map(toDataKey);
 }
 
 export async function getDataKey(ctx: StoreContext, tenant: string, version: number): Promise<StoredDataKey | null> {
@@ -202,12 +206,7 @@ export async function getSecret(ctx: StoreContext, tenant: string, name: string)
 
 /** The tenant's secrets by name (with their ciphertexts: callers that show them drop it). */
 export async function listSecrets(ctx: StoreContext, tenant: string): Promise<StoredSecret[]> {
-  const items = await queryAll(ctx, 'list the secrets', {
-    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
-    ExpressionAttributeValues: { ':pk': keys.tenant(tenant), ':p': SECRET_PREFIX },
-    ConsistentRead: true,
-  });
-  return items.map(toSecret);
+  return (await tenantItems(ctx, tenant, SECRET_PREFIX, 'list the secrets')).map(toSecret);
 }
 
 /** Deletes a secret; false when there was none by that name. */

@@ -16,7 +16,7 @@ import { EaselError } from '../errors';
 import { itemSize, readBlobs, writeBlobs } from './blobs';
 import { decode, decodeParts, encodeParts } from './codec';
 import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
-import { NotFoundError, RunExistsError, TurnConflictError, TurnInProgressError } from './errors';
+import { NotFoundError, RunExistsError } from './errors';
 import { keys, SESSION_HEAD_SK, TURN_PREFIX, turnFromSk } from './item-keys';
 import { CLAIM_KIND, type Claim, claimSlot, type ClaimRequest, FREE_SLOT, isClaimItem, leaseRefusal, releaseSlot, slotRefusal, toClaim } from './turn-slot';
 

@@ -51,7 +51,7 @@ import {
 } from '../store/sessions';
 import { getVersion, getWorkflow } from '../store/workflows';
 import { resolveFileInputs } from './files';
-import { derivedRunId, fingerprintOf, keyedTurn, keyHashOf, normalizedRequest, replayOf, resolveKey } from './turn-keys';
+import { derivedRunId, fingerprintOf, keyedTurn, keyHashOf, normalizedRequest, resolveKey } from './turn-keys';
 import { buildResponse, type TurnResponse } from './response';
 
 export const DEFAULT_LEASE_MS = 60_000;
@@ -135,19 +135,31 @@ const windowHint = new Map<string, number>();
 export async function executeTurn(engine: TurnEngine, original: TurnRequest): Promise<TurnResult> {
   // streamed events are seen at once: such a turn claims before its first one
   const lazy = original.onEvent === undefined;
+  const keyed = original.idempotencyKey !== undefined;
   let existing = false;
+  let lostCommit = false;
   for (let attempt = 0; ; attempt++) {
+    let begun: BeginOutcome;
     try {
-      const begun = await beginTurn(engine, original, { lazy, existing });
-      if ('replay' in begun) return begun.replay;
-      if ('running' in begun) throw new TurnInProgressError(begun.running.turn - 1, 'running');
+      begun = await beginTurn(engine, original, { lazy, existing });
+    } catch (error) {
+      // a first turn whose key-derived run exists already: an earlier attempt with this key
+      if (keyed && error instanceof RunExistsError && attempt < 3) {
+        existing = true;
+        continue;
+      }
+      throw error;
+    }
+    if ('replay' in begun) return begun.replay;
+    if ('running' in begun) throw new TurnInProgressError(begun.running.turn - 1, 'running');
+    try {
       return await runAndCommit(engine, begun);
     } catch (error) {
-      if (attempt >= 3 || !original.idempotencyKey) throw error;
-      // a first turn whose key-derived run exists already: an earlier attempt with this key
-      if (error instanceof RunExistsError) existing = true;
-      // a same-key request committed the turn first: look again, and replay it
-      else if (!(error instanceof TurnConflictError)) throw error;
+      // lost the commit: to a same-key request (look once more, and replay its turn), or, for a
+      // first turn claimed lazily, to an earlier attempt that created the run meanwhile
+      if (keyed && error instanceof RunExistsError && attempt < 3) existing = true;
+      else if (keyed && error instanceof TurnConflictError && !lostCommit) lostCommit = true;
+      else throw error;
     }
   }
 }

@@ -33,6 +33,8 @@ const threeSteps = graph({
 
 let model: OpenAiServer;
 let stallFirstB = false;
+/** Told when the model server received the call to B it holds (the test kills the worker then). */
+let onStalledB: (() => void) | undefined;
 let api: Served;
 const queued: QueueMessage[] = [];
 let engine: ReturnType<typeof testEngine>;
@@ -44,6 +46,7 @@ beforeAll(async () => {
     const step = stepOf(body.messages) ?? '?';
     if (step === 'B' && stallFirstB) {
       stallFirstB = false;
+      onStalledB?.();
       return { kind: 'stall' };
     }
     return { kind: 'text', text: `answer-${step}`, chunks: 2 };
@@ -214,10 +217,10 @@ describe('an async turn whose worker is killed mid-turn', () => {
     const { body, runId } = await startAsyncTurn(workflowId);
 
     stallFirstB = true;
+    const stalled = new Promise<void>((resolve) => (onStalledB = resolve));
     const first = startWorker(body, 1);
     await first.waitFor(/^checkpoint 1$/);
-    // wait for the stalled call to reach the model (a condition, not a duration)
-    for (let i = 0; i < 3000 && callsByStep(since).B === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    await stalled; // the call to B has reached the model, which holds it
     await kill(first);
     expect(callsByStep(since)).toEqual({ A: { made: 1, answered: 1 }, B: { made: 1, answered: 0 } });
 

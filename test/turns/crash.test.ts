@@ -95,7 +95,9 @@ describe('crash injection', () => {
     expect((await listTurns(testStore(), tenant, runId, 0, 10)).turns.map((t) => t.turn)).toEqual([1]);
 
     // what the dead request left behind is at most its claim, which expires by itself
-    for (const claim of await claimsOf(tenant, runId)) expect(typeof claim.ttl).toBe('number');
+    const left = await claimsOf(tenant, runId);
+    expect(left.length).toBe(after.head.claim ? 1 : 0);
+    for (const claim of left) expect(typeof claim.ttl).toBe('number');
     // the dead request's claim still holds the turn...
     if (after.head.claim) {
       await expect(executeTurn(engine, { tenant, workflowId, runId, turnNumber: 1, runInput: { inputs: { topic: 'moon' } } })).rejects.toBeInstanceOf(TurnInProgressError);

@@ -4,7 +4,9 @@
  * anyway, and the races that the single slot per turn must decide.
  */
 import { randomBytes } from 'node:crypto';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { keys } from '../../lib/store/item-keys';
+import { CLAIM_TTL_GRACE_SECONDS } from '../../lib/store/turn-slot';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDynamoClients } from '../../lib/store/setup';
 import { itemSize } from '../../lib/store/blobs';
@@ -236,17 +238,32 @@ describe('a claimless turn against an async turn claimed after it read the run',
   }, 60_000);
 });
 
-describe('what the crash and race suites leave behind', () => {
-  it('no claim of a committed or abandoned turn is left without a TTL', async () => {
-    const { doc, tableName } = testTable();
-    const claims: Record<string, unknown>[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await doc.send(new ScanCommand({ TableName: tableName, FilterExpression: 'kind = :c', ExpressionAttributeValues: { ':c': 'claim' }, ExclusiveStartKey: start }));
-      claims.push(...(page.Items ?? []));
-      start = page.LastEvaluatedKey;
-    } while (start);
-    console.log(`claims in the table: ${claims.length}, largest ${Math.max(0, ...claims.map(itemSize))} B`);
-    for (const claim of claims) expect(typeof claim.ttl).toBe('number');
+describe('what an abandoned or committed turn leaves behind', () => {
+  it('an abandoned claim expires by TTL a day after its lease; a committed turn leaves no claim', async () => {
+    const engine = testEngine({ openaiUrl: model.url });
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, fixture('llm-stream'));
+    const first = await executeTurn(engine, { tenant, workflowId, runInput: { query: 'one' } });
+    const runId = first.response.run_id;
+    const claimsOf = async () => {
+      const { doc, tableName } = testTable();
+      const { Items = [] } = await doc.send(new QueryCommand({
+        TableName: tableName,
+        KeyConditionExpression: 'pk = :pk',
+        FilterExpression: 'kind = :c',
+        ExpressionAttributeValues: { ':pk': keys.session(tenant, runId), ':c': 'claim' },
+        ConsistentRead: true,
+      }));
+      return Items;
+    };
+    expect(await claimsOf()).toEqual([]);
+    // a request that claimed turn 2 and died
+    const begun = await claimNextTurn(engine, { tenant, workflowId, runId, turnNumber: 1, runInput: { query: 'two' } });
+    if (!('claim' in begun)) throw new Error('no claim');
+    const [abandoned, ...more] = await claimsOf();
+    expect(more).toEqual([]);
+    expect(abandoned).toMatchObject({ sk: keys.turn(2), claim_token: begun.claim.token });
+    expect(abandoned?.ttl).toBe(Math.ceil(begun.claim.expiresAt / 1000) + CLAIM_TTL_GRACE_SECONDS);
+    console.log(`abandoned claim: ${itemSize(abandoned as Record<string, unknown>)} B, expires by TTL ${CLAIM_TTL_GRACE_SECONDS} s after its lease`);
   });
 });
