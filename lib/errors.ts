@@ -26,6 +26,7 @@ export const ERROR_CODES = {
   not_waiting_for_input: 'Form inputs, or a timer firing, for a run that is not waiting for them.',
   idempotency_mismatch: 'This Idempotency-Key was used before with a different request.',
   payload_too_large: 'A body, file, form value or stored item is over its limit.',
+  rate_limited: 'A quota or rate limit is spent (turns per minute, model tokens per day, runs started); `Retry-After` says when to try again.',
   unavailable: 'A transient failure (a provider 429/5xx, a timeout, the store): nothing was committed; retry.',
   // ---- not answers for clients: internal signals and failures, logged and answered 500 ----
   invalid_state: 'A serialized state the engine cannot read, or a canvas used out of order.',

@@ -26,6 +26,7 @@ const EXPECTED: Record<ErrorCode, readonly [number, number]> = {
   not_waiting_for_input: [409, 103],
   idempotency_mismatch: [422, 101],
   payload_too_large: [413, 101],
+  rate_limited: [429, 103],
   unavailable: [503, 100],
   invalid_state: [500, 100],
   component_error: [500, 100],

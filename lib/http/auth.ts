@@ -12,6 +12,17 @@ export interface Principal {
   keyId: string;
   scope: ApiKey['scope'];
   workflowIds: readonly string[];
+  /** An execute key's end user, asserted by a valid end-user token signed with the tenant's embed secret. */
+  endUser?: EndUser;
+  /** The run a valid run token opens to an execute key. */
+  runId?: string;
+}
+
+export interface EndUser {
+  /** The token's `sub`: a client-sent `user_id` never overrides it. */
+  id: string;
+  /** The workflows the token names (within the key's). */
+  workflowIds: readonly string[];
 }
 
 export interface Authenticator {

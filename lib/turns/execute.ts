@@ -53,6 +53,7 @@ import { getVersion, getWorkflow } from '../store/workflows';
 import { resolveFileInputs } from './files';
 import { derivedRunId, fingerprintOf, keyedTurn, keyHashOf, normalizedRequest, resolveKey } from './turn-keys';
 import { buildResponse, type TurnResponse } from './response';
+import type { Actor } from './actors';
 
 export const DEFAULT_LEASE_MS = 60_000;
 export const DEFAULT_SESSION_TTL_DAYS = 30;
@@ -86,6 +87,8 @@ export interface TurnRequest {
    * are bound to it. Absent: the tenant alone (internal callers, queue producers).
    */
   principal?: string;
+  /** Who acts, as the turn record names it; quotas count against it (`quotaSubject`). */
+  actor?: Actor;
   /** Absent: start a new run. */
   runId?: string;
   /** The id a new run gets (32 hex; generated when absent), for callers that must name it early. */
