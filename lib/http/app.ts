@@ -14,8 +14,11 @@ import type { Logger } from '../runtime/telemetry';
 import type { TenantSecrets } from '../secrets/tenant-secrets';
 import { StopAccepted, type TurnEngine } from '../turns/execute';
 import type { QueueMessage } from '../turns/queue';
-import type { Authenticator, Principal } from './auth';
+import type { EmbedSecrets } from '../secrets/embed-secrets';
+import type { AccessTokens } from './access';
+import { END_USER_TOKEN_HEADER, RUN_TOKEN_HEADER, type Authenticator, type Principal } from './auth';
 import { errorResponse, HttpError, INTERNAL_ERROR, validationHook } from './errors';
+import { endUserRoutes } from './routes/end-users';
 import { registerExecuteRoutes } from './routes/execute';
 import { registerFileRoutes } from './routes/files';
 import { registerKeyRoutes } from './routes/keys';
@@ -46,6 +49,10 @@ export interface AppDeps {
   logger?: Logger;
   /** Tenant secrets (`/workflows/v1/secrets`); absent: those routes answer 503. */
   secrets?: TenantSecrets;
+  /** Run and file tokens for public keys; absent: none are issued, and execute keys reach no run. */
+  access?: AccessTokens;
+  /** Embed secrets (`/workflows/v1/embed-secrets`) that end-user tokens are signed with. */
+  embedSecrets?: EmbedSecrets;
   /** Where key secrets are made; injectable for tests. */
   newSecret?: () => string;
   /** Largest form value or query. @default 64 KiB */
@@ -106,7 +113,11 @@ export function createApp(deps: AppDeps): App {
   // uploads have their own, larger limit (routes/files.ts)
   app.use('/workflows/v1/*', (c, next) => (c.req.path === '/workflows/v1/files' ? next() : jsonBodyLimit(c, next)));
   app.use('/workflows/v1/*', async (c, next) => {
-    c.set('principal', await deps.auth.authenticate(c.req.header('authorization')));
+    c.set('principal', await deps.auth.authenticate({
+      authorization: c.req.header('authorization'),
+      runToken: c.req.header(RUN_TOKEN_HEADER),
+      endUserToken: c.req.header(END_USER_TOKEN_HEADER),
+    }));
     if (c.req.method === 'POST' || c.req.method === 'PUT') await checkJson(c.req.raw.clone(), limits.maxJsonDepth);
     await next();
   });
@@ -117,6 +128,7 @@ export function createApp(deps: AppDeps): App {
   registerRunRoutes(app, deps);
   registerFileRoutes(app, deps);
   app.route('/workflows/v1/secrets', secretRoutes(deps));
+  app.route('/workflows/v1', endUserRoutes(deps));
   registerRagflowRoutes(app as unknown as Hono<AppEnv>, deps);
 
   app.doc31('/openapi.json', {

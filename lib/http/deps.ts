@@ -10,15 +10,23 @@
 import type { EaselConfig } from '../config';
 import { buildRuntime, type Runtime, type RuntimeOptions } from '../runtime';
 import type { AppDeps } from './app';
+import { EmbedSecrets } from '../secrets/embed-secrets';
+import { signedTokens } from '../secrets/signed-tokens';
+import type { AccessTokens } from './access';
 import { createAuthenticator } from './auth';
 
 export function appDeps(runtime: Runtime): AppDeps {
   const { config, logger } = runtime;
+  const serverKey = (purpose: string) => runtime.secrets.serverKey(purpose);
+  const access: AccessTokens = { runTokens: signedTokens(serverKey, 'run-token', 'rt1'), fileTokens: signedTokens(serverKey, 'file-token', 'ft1') };
+  const embedSecrets = new EmbedSecrets(runtime.secrets.tenantSecrets, { cacheMs: config.http.authCacheMs });
   return {
     engine: runtime.engine,
     asyncLeaseMs: config.queue.asyncLeaseMs,
     ...(runtime.enqueue ? { enqueue: runtime.enqueue } : {}),
-    auth: createAuthenticator(runtime.store, { cacheMs: config.http.authCacheMs }),
+    auth: createAuthenticator(runtime.store, { cacheMs: config.http.authCacheMs, runTokens: access.runTokens, embedSecrets }),
+    access,
+    embedSecrets,
     secrets: runtime.secrets.tenantSecrets,
     limits: { maxBodyBytes: config.http.maxBodyBytes, maxResponseBytes: config.http.maxResponseBytes, maxJsonDepth: config.http.maxJsonDepth },
     maxFieldBytes: config.http.maxFieldBytes,

@@ -40,6 +40,13 @@ import { type MasterKeys, MasterKeyError } from './master-key';
 export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 /** Largest value, in UTF-8 bytes. */
 export const MAX_SECRET_BYTES = 8192;
+
+/**
+ * Values Easel keeps for a tenant itself (embed secrets): sealed like secrets, but no secret
+ * name can spell them, so the secrets API never lists or replaces them and no `{secret.NAME}`
+ * resolves them.
+ */
+export const RESERVED_NAME = /^~[a-z]+\.[A-Za-z0-9_-]{1,64}$/;
 /** @default how long an unwrapped data key is kept in memory: 5 minutes */
 export const DEFAULT_DATA_KEY_CACHE_MS = 300_000;
 
@@ -84,6 +91,30 @@ export class TenantSecrets {
   /** Stores (or replaces) a value, sealed by the tenant's current data key. */
   async put(tenant: string, name: string, value: string): Promise<SecretInfo & { created: boolean }> {
     checkName(name);
+    return this.seal(tenant, name, value);
+  }
+
+  /** A reserved value (RESERVED_NAME): stored like a secret, outside the secrets' namespace. */
+  async putReserved(tenant: string, name: string, value: string): Promise<SecretInfo & { created: boolean }> {
+    if (!RESERVED_NAME.test(name)) throw new RangeError(`a reserved name matches ${RESERVED_NAME}`);
+    return this.seal(tenant, name, value);
+  }
+
+  async getReserved(tenant: string, name: string): Promise<string | undefined> {
+    return RESERVED_NAME.test(name) ? this.read(tenant, name) : undefined;
+  }
+
+  /** Reserved values whose name starts with `prefix` (names and times). */
+  async listReserved(tenant: string, prefix: string): Promise<SecretInfo[]> {
+    const stored = await listSecrets(this.options.store, tenant);
+    return stored.filter((s) => s.name.startsWith(prefix) && RESERVED_NAME.test(s.name)).map((s) => ({ name: s.name, createdAt: s.createdAt, updatedAt: s.updatedAt }));
+  }
+
+  async deleteReserved(tenant: string, name: string): Promise<boolean> {
+    return RESERVED_NAME.test(name) ? deleteSecret(this.options.store, tenant, name) : false;
+  }
+
+  private async seal(tenant: string, name: string, value: string): Promise<SecretInfo & { created: boolean }> {
     if (Buffer.byteLength(value, 'utf8') > MAX_SECRET_BYTES) throw new RangeError(`a secret value is at most ${MAX_SECRET_BYTES} bytes`);
     for (let attempt = 0; ; attempt++) {
       const { version, key } = await this.currentDataKey(tenant);
@@ -101,7 +132,10 @@ export class TenantSecrets {
 
   /** The value, or undefined when the tenant has no secret by that name. */
   async get(tenant: string, name: string): Promise<string | undefined> {
-    if (!SECRET_NAME.test(name)) return undefined;
+    return SECRET_NAME.test(name) ? this.read(tenant, name) : undefined;
+  }
+
+  private async read(tenant: string, name: string): Promise<string | undefined> {
     for (let attempt = 0; ; attempt++) {
       const stored = await getSecret(this.options.store, tenant, name);
       if (!stored) return undefined;
@@ -116,7 +150,7 @@ export class TenantSecrets {
 
   /** Names and times, never values. */
   async list(tenant: string): Promise<SecretInfo[]> {
-    const stored = await listSecrets(this.options.store, tenant);
+    const stored = (await listSecrets(this.options.store, tenant)).filter((s) => SECRET_NAME.test(s.name));
     return stored.map((s) => ({ name: s.name, createdAt: s.createdAt, updatedAt: s.updatedAt }));
   }
 

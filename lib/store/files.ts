@@ -5,10 +5,11 @@
  * expiry to the run's, so it never goes while a run may still read it.
  */
 import { createHash } from 'node:crypto';
-import { BatchWriteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { call, ConditionFailed, isExpired, queryAll, type StoreContext } from './dynamo';
 import { NotFoundError } from './errors';
 import { deletePartition } from './deletion';
+import { LISTING_INDEX } from './table';
 
 const CHUNK_BYTES = 300 * 1024;
 export const UNUSED_FILE_TTL_SECONDS = 7 * 86_400;
@@ -21,7 +22,16 @@ export interface StoredFile {
   mimeType: string;
   sha256: string;
   createdAt: string;
+  /**
+   * Whose file it is: `run:<id>` (uploaded with that run's token, or bound to the run that first
+   * named it) or `user:<id>` (uploaded with an end-user token); absent: the tenant's (an admin
+   * key's upload, or a public key's not yet used).
+   */
+  owner?: string;
 }
+
+/** The listing of an end user's files (gsi1), for deleting what they uploaded. */
+export const userFileList = (tenant: string, userId: string) => `T#${tenant}#U#${userId}#F`;
 
 const fileKey = (tenant: string, id: string) => ({ pk: `T#${tenant}#F#${id}`, sk: 'F' });
 const contentPk = (tenant: string, sha: string) => `T#${tenant}#FB#${sha}`;
@@ -54,7 +64,20 @@ export async function putFile(ctx: StoreContext, file: Omit<StoredFile, 'sha256'
   await call('store the file', () =>
     ctx.doc.send(new PutCommand({
       TableName: ctx.table,
-      Item: { ...fileKey(file.tenant, file.id), kind: 'file', id: file.id, tenant: file.tenant, name: file.name, size: file.size, mime_type: file.mimeType, sha256, created_at: file.createdAt, ttl },
+      Item: {
+        ...fileKey(file.tenant, file.id),
+        kind: 'file',
+        id: file.id,
+        tenant: file.tenant,
+        name: file.name,
+        size: file.size,
+        mime_type: file.mimeType,
+        sha256,
+        created_at: file.createdAt,
+        ttl,
+        ...(file.owner ? { owner: file.owner } : {}),
+        ...(file.owner?.startsWith('user:') ? { gsi1pk: userFileList(file.tenant, file.owner.slice(5)), gsi1sk: `${file.createdAt}#${file.id}` } : {}),
+      },
     })),
   );
   return stored;
@@ -72,7 +95,32 @@ export async function getFile(ctx: StoreContext, tenant: string, id: string): Pr
     mimeType: Item.mime_type as string,
     sha256: Item.sha256 as string,
     createdAt: Item.created_at as string,
+    ...(typeof Item.owner === 'string' ? { owner: Item.owner } : {}),
   };
+}
+
+/**
+ * Makes an unowned file `owner`'s (a no-op when it is already). Returns the owner it has when
+ * that is someone else (nothing changed); `from` also takes it over from that owner.
+ */
+export async function bindFile(ctx: StoreContext, tenant: string, id: string, owner: string, from?: string): Promise<string | null> {
+  try {
+    await call('bind the file', () =>
+      ctx.doc.send(new UpdateCommand({
+        TableName: ctx.table,
+        Key: fileKey(tenant, id),
+        UpdateExpression: 'SET #owner = :o',
+        ConditionExpression: from === undefined ? 'attribute_exists(pk) AND (attribute_not_exists(#owner) OR #owner = :o)' : 'attribute_exists(pk) AND #owner = :from',
+        ExpressionAttributeNames: { '#owner': 'owner' },
+        ExpressionAttributeValues: { ':o': owner, ...(from === undefined ? {} : { ':from': from }) },
+      })),
+    );
+    return null;
+  } catch (error) {
+    if (!(error instanceof ConditionFailed)) throw error;
+    const now = await getFile(ctx, tenant, id);
+    return now.owner === owner ? null : (now.owner ?? '');
+  }
 }
 
 export async function readFileContent(ctx: StoreContext, file: StoredFile): Promise<Buffer> {
@@ -85,6 +133,20 @@ export async function readFileContent(ctx: StoreContext, file: StoredFile): Prom
 export async function keepFileUntil(ctx: StoreContext, file: StoredFile, untilSec: number): Promise<void> {
   await extendTtl(ctx, fileKey(file.tenant, file.id), untilSec);
   await extendTtl(ctx, { pk: contentPk(file.tenant, file.sha256), sk: 'C' }, untilSec);
+}
+
+/** The ids of files uploaded with an end user's token, a page at a time. */
+export async function listUserFiles(ctx: StoreContext, tenant: string, userId: string, cursor?: Record<string, unknown>): Promise<{ ids: string[]; cursor?: Record<string, unknown> }> {
+  const page = await call('list the user\'s files', () =>
+    ctx.doc.send(new QueryCommand({
+      TableName: ctx.table,
+      IndexName: LISTING_INDEX,
+      KeyConditionExpression: 'gsi1pk = :pk',
+      ExpressionAttributeValues: { ':pk': userFileList(tenant, userId) },
+      ...(cursor ? { ExclusiveStartKey: cursor } : {}),
+    })),
+  );
+  return { ids: (page.Items ?? []).map((i) => i.id as string), ...(page.LastEvaluatedKey ? { cursor: page.LastEvaluatedKey } : {}) };
 }
 
 export async function deleteFile(ctx: StoreContext, tenant: string, id: string): Promise<void> {

@@ -50,7 +50,7 @@ import {
   type SessionHead,
 } from '../store/sessions';
 import { getVersion, getWorkflow } from '../store/workflows';
-import { resolveFileInputs } from './files';
+import { type FileAccess, resolveFileInputs } from './files';
 import { derivedRunId, fingerprintOf, keyedTurn, keyHashOf, normalizedRequest, resolveKey } from './turn-keys';
 import { buildResponse, type TurnResponse } from './response';
 import type { Actor } from './actors';
@@ -89,6 +89,15 @@ export interface TurnRequest {
   principal?: string;
   /** Who acts, as the turn record names it; quotas count against it (`quotaSubject`). */
   actor?: Actor;
+  /**
+   * Whether the caller may act on the run, asked once it is loaded (before anything else about
+   * it is answered): throws NotFoundError when not. Absent: the tenant's caller may.
+   */
+  authorize?: (run: RunOwner) => void;
+  /** A new run's user (listed and reached under it); absent: `run_input.user_id`. */
+  runUserId?: string | null;
+  /** Which uploaded files the caller may name; absent: any of the tenant's. */
+  fileAccess?: FileAccess;
   /** Absent: start a new run. */
   runId?: string;
   /** The id a new run gets (32 hex; generated when absent), for callers that must name it early. */
@@ -105,6 +114,13 @@ export interface TurnRequest {
   onEvent?: (event: CanvasEvent) => void;
   /** Test seams: a hook that throws simulates a crash at that point. */
   hooks?: TurnHooks;
+}
+
+/** What deciding who may act on a run needs to know about it. */
+export interface RunOwner {
+  id: string;
+  workflowId: string;
+  userId: string | null;
 }
 
 export interface TurnHooks {
@@ -365,7 +381,7 @@ async function prepareFirst(engine: TurnEngine, request: TurnRequest, derivedId?
   const id = derivedId ?? (request.newRunId && /^[0-9a-f]{32}$/.test(request.newRunId) ? request.newRunId : newRunId());
   const canvas = Canvas.create(workflow, canvasOptions(engine, id, request.tenant));
   if (request.command === 'stop') throw new EaselError('invalid_request', 'there is no run to stop yet');
-  request.runInput = await resolveFileInputs(engine, request.tenant, canvas, request.runInput, expiryOf(engine));
+  request.runInput = await resolveFileInputs(engine, request.tenant, canvas, request.runInput, expiryOf(engine), { runId: id, ...(request.fileAccess ? { access: request.fileAccess } : {}) });
   canvas.check(request.runInput ?? {});
   const at = new Date(now(engine)).toISOString();
   const head: SessionHead = {
@@ -375,7 +391,7 @@ async function prepareFirst(engine: TurnEngine, request: TurnRequest, derivedId?
     version,
     status: 'not_started',
     turn: 0,
-    userId: request.runInput?.user_id ?? null,
+    userId: request.runUserId !== undefined ? request.runUserId : (request.runInput?.user_id ?? null),
     createdAt: at,
     updatedAt: at,
     expiresAt: 0,
@@ -390,6 +406,7 @@ async function loadRun(engine: TurnEngine, request: TurnRequest, runId: string):
   const hintKey = `${request.tenant}/${request.workflowId}`;
   const loaded = await loadSession(engine.store, request.tenant, runId, windowHint.get(hintKey) ?? 13);
   if (loaded.head.workflowId !== request.workflowId) throw new NotFoundError('run');
+  request.authorize?.({ id: loaded.head.id, workflowId: loaded.head.workflowId, userId: loaded.head.userId });
   return loaded;
 }
 
@@ -412,7 +429,7 @@ async function checkNext(engine: TurnEngine, request: TurnRequest, loaded: Loade
   // a stop meeting an async turn is not refused: the caller sets that turn's cancel flag
   if (inFlight && !(request.command === 'stop' && head.claim?.async)) throw new TurnInProgressError(head.turn, head.status);
   if (request.command !== 'stop') {
-    request.runInput = await resolveFileInputs(engine, request.tenant, canvas, request.runInput, expiryOf(engine));
+    request.runInput = await resolveFileInputs(engine, request.tenant, canvas, request.runInput, expiryOf(engine), { runId: head.id, ...(request.fileAccess ? { access: request.fileAccess } : {}) });
     canvas.check(request.runInput ?? {});
   }
   return { canvas, head, loaded, workflow };
@@ -496,7 +513,7 @@ export async function commitCanvas(
     status: state.status,
     payload: {
       state: { ...state, history: [] } satisfies CanvasState,
-      request: normalizedRequest(request),
+      request: { ...normalizedRequest(request), ...(request.actor ? { actor: request.actor } : {}) },
       response: body,
       history: [...canvas.lastTurnHistory],
       calls: { records: [...canvas.lastTurnCalls.records], dropped: canvas.lastTurnCalls.dropped },

@@ -1,14 +1,17 @@
 /**
- * File fields: a turn's inputs name uploaded files by id; before the turn runs, each id is
- * looked up in the tenant's files and replaced by `{file_id, name, size, mime_type, text?}`
- * (text for text and JSON files, up to a cap). An unknown id — or another tenant's — is an
- * invalid input of that field. A used file is kept at least as long as the run.
+ * File fields: a turn's inputs name uploaded files by id (or, for a public key's upload not yet
+ * used, by its file token); before the turn runs, each is looked up in the tenant's files and
+ * replaced by `{file_id, name, size, mime_type, text?}` (text for text and JSON files, up to a
+ * cap). An unknown id — another tenant's, or one the caller may not use — is an invalid input
+ * of that field. A used file is kept at least as long as the run; a file named by its token is
+ * bound to the run that names it first, and is that run's from then on.
  */
 import type { Canvas, RunInput } from '../canvas';
 import { InvalidInputsError, type InputProblem } from '../canvas/errors';
 import { isRecord } from '../canvas/references';
 import { NotFoundError } from '../store/errors';
-import { getFile, keepFileUntil, readFileContent, type StoredFile } from '../store/files';
+import { bindFile, getFile, keepFileUntil, readFileContent, type StoredFile } from '../store/files';
+import { getHead } from '../store/sessions';
 import type { TurnEngine } from './execute';
 
 export const MAX_FILE_TEXT_CHARS = 64 * 1024;
@@ -22,12 +25,27 @@ export interface FileValue {
   text_truncated?: boolean;
 }
 
+/** Which uploaded files a caller may name (lib/http/access.ts decides it from the principal). */
+export interface FileAccess {
+  /** The owners whose files the caller names by id, besides the run's own (`run:<id>`); null: any file of the tenant. */
+  owners: readonly string[] | null;
+  /** The file id a file token stands for, when it is a valid one. */
+  fileOfToken?: (value: string) => Promise<string | null>;
+}
+
+export interface FileScope {
+  /** The run the files are for: its own files are always usable; token-named files are bound to it. */
+  runId: string;
+  access?: FileAccess;
+}
+
 export async function resolveFileInputs(
   engine: TurnEngine,
   tenant: string,
   canvas: Canvas,
   runInput: RunInput | undefined,
   keepUntilSec: number,
+  scope?: FileScope,
 ): Promise<RunInput | undefined> {
   const inputs = runInput?.inputs;
   if (!inputs) return runInput;
@@ -38,13 +56,13 @@ export async function resolveFileInputs(
   for (const { componentId, field } of fileFields) {
     const raw = unwrap(inputs[field.key]);
     if (raw === null || raw === undefined || raw === '') continue;
-    const ids = (Array.isArray(raw) ? raw : [raw]).map(fileIdOf);
-    if (ids.some((id) => id === undefined)) {
-      problems.push({ component_id: componentId, field: field.key, message: 'expected a file id from POST /workflows/v1/files' });
+    const refs = (Array.isArray(raw) ? raw : [raw]).map(fileRefOf);
+    if (refs.some((ref) => ref === undefined)) {
+      problems.push({ component_id: componentId, field: field.key, message: 'expected a file id (or file token) from POST /workflows/v1/files' });
       continue;
     }
     try {
-      const values = await Promise.all((ids as string[]).map((id) => describe(engine, tenant, id, keepUntilSec)));
+      const values = await Promise.all((refs as string[]).map((ref) => describe(engine, tenant, ref, keepUntilSec, scope)));
       resolved[field.key] = Array.isArray(raw) ? values : values[0];
     } catch (error) {
       if (!(error instanceof NotFoundError)) throw error;
@@ -56,11 +74,11 @@ export async function resolveFileInputs(
 }
 
 /** Files given beside a turn (RAGFlow's `files`): descriptors or ids, resolved the same way. */
-export async function resolveFileList(engine: TurnEngine, tenant: string, files: readonly unknown[], keepUntilSec: number): Promise<FileValue[]> {
-  const ids = files.map(fileIdOf);
-  if (ids.some((id) => id === undefined)) throw new InvalidInputsError([{ component_id: 'begin', field: 'files', message: 'expected file descriptors or ids from an upload' }]);
+export async function resolveFileList(engine: TurnEngine, tenant: string, files: readonly unknown[], keepUntilSec: number, scope?: FileScope): Promise<FileValue[]> {
+  const refs = files.map(fileRefOf);
+  if (refs.some((ref) => ref === undefined)) throw new InvalidInputsError([{ component_id: 'begin', field: 'files', message: 'expected file descriptors or ids from an upload' }]);
   try {
-    return await Promise.all((ids as string[]).map((id) => describe(engine, tenant, id, keepUntilSec)));
+    return await Promise.all((refs as string[]).map((ref) => describe(engine, tenant, ref, keepUntilSec, scope)));
   } catch (error) {
     if (error instanceof NotFoundError) throw new InvalidInputsError([{ component_id: 'begin', field: 'files', message: 'unknown file id' }]);
     throw error;
@@ -71,13 +89,57 @@ function unwrap(value: unknown): unknown {
   return isRecord(value) && 'value' in value && 'type' in value ? value.value : value;
 }
 
-function fileIdOf(value: unknown): string | undefined {
-  const id = typeof value === 'string' ? value : isRecord(value) ? (value.file_id ?? value.id) : undefined;
-  return typeof id === 'string' && /^file_[0-9a-f]{32}$/.test(id) ? id : undefined;
+const FILE_ID = /^file_[0-9a-f]{32}$/;
+/** A file token (lib/http/access.ts): `ft1.<file id>.<key id>.<mac>`. */
+const FILE_TOKEN = /^ft1\.file_[0-9a-f]{32}\.[A-Za-z0-9_-]{1,64}\.[A-Za-z0-9_-]{20,128}$/;
+
+/** A file id or file token, from a bare string or an upload's descriptor. */
+function fileRefOf(value: unknown): string | undefined {
+  const ref = typeof value === 'string' ? value : isRecord(value) ? (value.file_token ?? value.file_id ?? value.id) : undefined;
+  return typeof ref === 'string' && (FILE_ID.test(ref) || FILE_TOKEN.test(ref)) ? ref : undefined;
 }
 
-async function describe(engine: TurnEngine, tenant: string, id: string, keepUntilSec: number): Promise<FileValue> {
-  const file = await getFile(engine.store, tenant, id);
+/** The file a reference names, if the caller may use it for the run (else NotFoundError). */
+async function usableFile(engine: TurnEngine, tenant: string, ref: string, scope: FileScope | undefined): Promise<StoredFile> {
+  const access = scope?.access;
+  const tokenFileId = FILE_TOKEN.test(ref) ? (ref.split('.')[1] as string) : undefined;
+  // an admin key names any file of its tenant
+  if (access?.owners === null) return getFile(engine.store, tenant, tokenFileId ?? ref);
+  if (!access) {
+    if (!tokenFileId) return getFile(engine.store, tenant, ref);
+    // no verifier here (a queued turn's worker): a token is good only for a file its request
+    // already bound to this run when it was accepted
+    const file = await getFile(engine.store, tenant, tokenFileId);
+    if (scope && file.owner === `run:${scope.runId}`) return file;
+    throw new NotFoundError('file');
+  }
+  const own = `run:${scope.runId}`;
+  if (FILE_ID.test(ref)) {
+    const file = await getFile(engine.store, tenant, ref);
+    if (file.owner === own || (file.owner !== undefined && access.owners.includes(file.owner))) return file;
+    throw new NotFoundError('file');
+  }
+  const id = access.fileOfToken ? await access.fileOfToken(ref) : null;
+  if (!id) throw new NotFoundError('file');
+  let taken = await bindFile(engine.store, tenant, id, own);
+  // bound by a first turn that never committed (its run does not exist): this run takes it
+  if (taken?.startsWith('run:') && !(await runExists(engine, tenant, taken.slice(4)))) taken = await bindFile(engine.store, tenant, id, own, taken);
+  if (taken !== null) throw new NotFoundError('file');
+  return { ...(await getFile(engine.store, tenant, id)), owner: own };
+}
+
+async function runExists(engine: TurnEngine, tenant: string, runId: string): Promise<boolean> {
+  try {
+    await getHead(engine.store, tenant, runId);
+    return true;
+  } catch (error) {
+    if (error instanceof NotFoundError) return false;
+    throw error;
+  }
+}
+
+async function describe(engine: TurnEngine, tenant: string, ref: string, keepUntilSec: number, scope: FileScope | undefined): Promise<FileValue> {
+  const file = await usableFile(engine, tenant, ref, scope);
   await keepFileUntil(engine.store, file, keepUntilSec);
   const value: FileValue = { file_id: file.id, name: file.name, size: file.size, mime_type: file.mimeType };
   if (isText(file)) {

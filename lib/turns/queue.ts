@@ -2,7 +2,7 @@
  * Queue-triggered turns. A message starts or resumes a run:
  *
  *   {tenant, workflow_id, run_id?, turn_number?, version?, run_input, idempotency_key?,
- *    callback_url?, claim?: {token, turn}}
+ *    callback_url?, claim?: {token, turn}, actor?: {kind, id, key_id?}}
  *
  * Resumes must carry `turn_number`; `claim` marks an async turn already claimed by the HTTP
  * request that queued it. Every turn run here is an async turn (async-turn.ts): checkpointed
@@ -24,6 +24,7 @@ import { sha256 } from '../store/codec';
 import { LeaseLostError, TurnInProgressError } from '../store/errors';
 import { webhookSecret } from '../store/tenants';
 import { type AsyncTurnOptions, type AsyncTurnOutcome, DEFAULT_HOLD_MS, runAsyncTurn, type WorkerProgress } from './async-turn';
+import { ACTOR_KINDS } from './actors';
 import { claimNextTurn, type TurnEngine, type TurnRequest } from './execute';
 
 export const QueueMessage = z
@@ -45,6 +46,8 @@ export const QueueMessage = z
     idempotency_key: z.string().regex(/^[A-Za-z0-9_.:-]{1,255}$/).optional(),
     callback_url: z.string().url().max(2048).optional(),
     claim: z.object({ token: z.string().regex(/^[0-9a-f]{32}$/), turn: z.number().int().min(1) }).optional(),
+    /** Who asked for the turn (the HTTP request that queued it); absent: the queue message itself. */
+    actor: z.object({ kind: z.enum(ACTOR_KINDS), id: z.string().min(1).max(256), key_id: z.string().max(64).optional() }).optional(),
   })
   .refine((m) => m.run_id === undefined || m.turn_number !== undefined || m.claim !== undefined, {
     path: ['turn_number'],
@@ -109,6 +112,7 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
     runInput,
     ...(command ? { command } : {}),
     ...(message.idempotency_key ? { idempotencyKey: message.idempotency_key } : {}),
+    actor: message.actor ? { kind: message.actor.kind, id: message.actor.id, ...(message.actor.key_id ? { key_id: message.actor.key_id } : {}) } : { kind: 'queue', id: message.run_id ?? 'new' },
   };
   const options: AsyncTurnOptions = {
     ...(delivery.stopBy !== undefined ? { stopBy: delivery.stopBy } : {}),

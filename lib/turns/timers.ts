@@ -17,7 +17,7 @@ export async function fireTimer(engine: TurnEngine, tenant: string, runId: strin
   if (head.dueAt === null || head.dueAt === undefined || (options.onlyIfDue && head.dueAt > now)) {
     throw new NotWaitingForInputError(`${head.status}, with no timer due`);
   }
-  return executeTurn(engine, { tenant, workflowId: head.workflowId, runId, turnNumber: head.turn, runInput: { command: 'timeout' } });
+  return executeTurn(engine, { tenant, workflowId: head.workflowId, runId, turnNumber: head.turn, runInput: { command: 'timeout' }, actor: { kind: 'timer', id: runId } });
 }
 
 export interface PumpReport {

@@ -6,7 +6,13 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { createApp, type AppDeps } from '../../lib/http/app';
+import type { AccessTokens } from '../../lib/http/access';
 import { createAuthenticator } from '../../lib/http/auth';
+import { EmbedSecrets } from '../../lib/secrets/embed-secrets';
+import { MasterKeys, StaticKeyRing } from '../../lib/secrets/master-key';
+import { serverKey } from '../../lib/secrets/server-keys';
+import { signedTokens } from '../../lib/secrets/signed-tokens';
+import { TenantSecrets } from '../../lib/secrets/tenant-secrets';
 import { closeUnreadBodies } from '../../lib/local/close-unread-bodies';
 import { hashSecret, putApiKey } from '../../lib/store/api-keys';
 import type { TurnEngine } from '../../lib/turns/execute';
@@ -23,8 +29,26 @@ export interface Served {
   close(): Promise<void>;
 }
 
+/**
+ * What public keys need, on a master key ring of the test's own (as appDeps wires it from the
+ * runtime): tenant secrets, embed secrets, run and file tokens, and an authenticator using them.
+ */
+export function accessDeps(engine: TurnEngine, options: { secrets?: TenantSecrets; now?: () => number; cacheMs?: number } = {}) {
+  const now = options.now ?? Date.now;
+  const secrets = options.secrets ?? new TenantSecrets({ store: engine.store, master: new MasterKeys(new StaticKeyRing()), now });
+  const master = secrets.master;
+  const access: AccessTokens = {
+    runTokens: signedTokens((purpose) => serverKey(master, purpose), 'run-token', 'rt1', now),
+    fileTokens: signedTokens((purpose) => serverKey(master, purpose), 'file-token', 'ft1', now),
+  };
+  const embedSecrets = new EmbedSecrets(secrets, { now, cacheMs: options.cacheMs ?? 0 });
+  const auth = createAuthenticator(engine.store, { cacheMs: options.cacheMs ?? 0, now, runTokens: access.runTokens, embedSecrets });
+  return { secrets, access, embedSecrets, auth };
+}
+
 export async function serveApp(engine: TurnEngine, overrides: Partial<AppDeps> = {}): Promise<Served> {
-  const app = createApp({ engine, auth: createAuthenticator(engine.store, { cacheMs: 0 }), ...overrides });
+  const { access, embedSecrets, auth } = accessDeps(engine, overrides.secrets ? { secrets: overrides.secrets } : {});
+  const app = createApp({ engine, access, embedSecrets, auth, ...overrides });
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: closeUnreadBodies(app.fetch), port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });

@@ -16,6 +16,7 @@ import { MasterKeys, StaticKeyRing } from '../../lib/secrets/master-key';
 import { TenantSecrets } from '../../lib/secrets/tenant-secrets';
 import { processBatch } from '../../lib/turns/queue';
 import { fixture } from '../helpers/canvas';
+import { endUserToken, makeEmbedSecret } from '../helpers/end-users';
 import { newTenant, testEngine } from '../helpers/engine';
 import { type Served, serveApp } from '../helpers/http';
 import { comparable, contractViolation, KeepAliveClient, type RawResponse, sleep } from './support';
@@ -27,7 +28,7 @@ let client: KeepAliveClient;
 let queue: ReturnType<typeof createInProcessQueue>;
 
 /** A's items, B's own, and ids of the same shapes that nobody has. */
-const A = { admin: '', execute: '', tenant: '', wf: '', wf2: '', run: '', run2: '', file: '', keyId: '', agent: '', agentTitle: '', session: '', wf2Session: '', idempotencyKey: '', firstBody: {} as unknown, firstResponse: '', wfCursor: '', runCursor: '' };
+const A = { admin: '', execute: '', endUser: '', tenant: '', wf: '', wf2: '', run: '', run2: '', file: '', keyId: '', agent: '', agentTitle: '', session: '', wf2Session: '', idempotencyKey: '', firstBody: {} as unknown, firstResponse: '', wfCursor: '', runCursor: '' };
 const B = { admin: '', tenant: '', wf: '', agent: '' };
 
 async function send(key: string | null, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<RawResponse> {
@@ -98,6 +99,10 @@ beforeAll(async () => {
   expect(key.status).toBe(201);
   A.keyId = key.json.id;
   A.execute = key.json.key;
+  // the same key as an end user's (RAGFlow's clients carry only Authorization): the token also
+  // names wf2, which the key does not list and so does not open
+  const embed = await makeEmbedSecret((m, p, o) => api.call(m, p, o), A.admin);
+  A.endUser = `${A.execute}.${endUserToken(embed, { sub: 'visitor-a', workflows: [A.wf, A.wf2] })}`;
 
   A.agentTitle = `A agent ${hex(6)}`;
   const agent = await send(A.admin, 'POST', '/api/v1/agents', { title: A.agentTitle, dsl: fixture('form-intake') });
@@ -176,7 +181,8 @@ describe('another tenant', () => {
           expect(made.status).toBe(201);
           expect((await send(made.json.key, 'GET', `/workflows/v1/workflows/${id}`)).status).toBe(404);
           expect((await send(made.json.key, 'POST', `/workflows/v1/workflows/${id}/execute`, { run_input: {} })).status).toBe(404);
-          expect((await send(made.json.key, 'GET', `/api/v1/agents/${id}`)).json.code).toBe(102);
+          // RAGFlow's routes refuse an execute key without an end-user token before anything else
+          expect((await send(made.json.key, 'GET', `/api/v1/agents/${id}`)).json.code).toBe(109);
           continue;
         }
         await indistinguishable(B.admin, probe, id);
@@ -366,7 +372,7 @@ describe('an execute key', () => {
       { method: 'POST', path: '/api/v1/agents_openai/{id}/chat/completions', body: () => ({ model: 'm', messages: [{ role: 'user', content: 'x' }] }) },
       { method: 'GET', path: '/api/v1/agents?id={id}' },
     ];
-    for (const id of [A.wf2, A.agent]) for (const probe of probes) await indistinguishable(A.execute, probe, id);
+    for (const id of [A.wf2, A.agent]) for (const probe of probes) await indistinguishable(probe.path.startsWith('/api/') ? A.endUser : A.execute, probe, id);
     const runProbes: Probe[] = [
       { method: 'GET', path: '/workflows/v1/workflow-runs/{id}' },
       { method: 'GET', path: '/workflows/v1/workflow-runs/{id}/turns' },
@@ -381,13 +387,16 @@ describe('an execute key', () => {
       { method: 'POST', path: `/workflows/v1/workflows/${A.wf2}/runs/{id}/pump-companions` },
     ];
     for (const id of [A.run2, A.wf2Session]) for (const probe of runProbes) await indistinguishable(A.execute, probe, id);
-    // its own workflow works
+    // its own workflow works, and the run it started, with that run's token
     expect((await send(A.execute, 'GET', `/workflows/v1/workflows/${A.wf}`)).status).toBe(200);
-    expect((await send(A.execute, 'POST', `/workflows/v1/workflows/${A.wf}/execute`, { run_input: { query: 'mine' } })).status).toBe(200);
-    expect((await send(A.execute, 'GET', `/workflows/v1/workflow-runs/${A.run}/turns`)).status).toBe(200);
+    const mine = await send(A.execute, 'POST', `/workflows/v1/workflows/${A.wf}/execute`, { run_input: { query: 'mine' } });
+    expect(mine.status).toBe(200);
+    const runToken = String(mine.headers['easel-run-token']);
+    expect((await send(A.execute, 'GET', `/workflows/v1/workflow-runs/${mine.json.run_id}/turns`, undefined, { 'easel-run-token': runToken })).status).toBe(200);
+    expect((await send(A.execute, 'GET', `/workflows/v1/workflow-runs/${A.run}/turns`, undefined, { 'easel-run-token': runToken })).status).toBe(404);
     expect((await upload(A.execute)).status).toBe(201);
     expect((await send(A.execute, 'GET', '/workflows/v1/workflows')).json.items.map((w: { id: string }) => w.id)).toEqual([A.wf]);
-    expect((await send(A.execute, 'GET', '/api/v1/agents')).json.data.map((w: { id: string }) => w.id)).toEqual([A.wf]);
+    expect((await send(A.endUser, 'GET', '/api/v1/agents')).json.data.map((w: { id: string }) => w.id)).toEqual([A.wf]);
   });
 
   it('is refused on admin routes (403 forbidden; RAGFlow code 103)', async () => {
@@ -406,6 +415,10 @@ describe('an execute key', () => {
       ['PUT', '/workflows/v1/secrets/A_PRIVATE_TOKEN', { value: 'overwritten' }],
       ['GET', '/workflows/v1/secrets'],
       ['DELETE', '/workflows/v1/secrets/A_PRIVATE_TOKEN'],
+      ['POST', '/workflows/v1/embed-secrets'],
+      ['GET', '/workflows/v1/embed-secrets'],
+      ['DELETE', '/workflows/v1/embed-secrets/emb_0123456789abcdef'],
+      ['DELETE', '/workflows/v1/end-users/visitor-a'],
       // deleting is neither reading nor running (README: execute keys "only read and run the
       // workflows they list, and may upload files")
       ['DELETE', `/workflows/v1/workflow-runs/${A.run}`],
@@ -424,7 +437,7 @@ describe('an execute key', () => {
       ['DELETE', `/api/v1/agents/${A.wf}/sessions`, { delete_all: true }],
     ];
     const rOutcomes = [];
-    for (const [method, path, body] of ragflow) rOutcomes.push(`${method} ${path} -> ${(await send(A.execute, method, path, body)).json.code}`);
+    for (const [method, path, body] of ragflow) rOutcomes.push(`${method} ${path} -> ${(await send(A.endUser, method, path, body)).json.code}`);
     expect(rOutcomes).toEqual(ragflow.map(([method, path]) => `${method} ${path} -> 103`));
     // nothing was changed
     expect((await send(A.admin, 'GET', `/workflows/v1/workflows/${A.wf}`)).json).toMatchObject({ name: 'A private', latest_version: 1 });
@@ -499,11 +512,11 @@ describe('a revoked key', () => {
     const tenant = newTenant();
     const keyId = hex(16);
     await putApiKey(engine.store, { tenant, id: keyId, name: 'x', scope: 'admin', workflowIds: [], createdAt: new Date().toISOString(), secretHash: hashSecret(secret) });
-    await auth.authenticate(`Bearer ${secret}`);
+    await auth.authenticate({ authorization: `Bearer ${secret}` });
     await revokeApiKey(engine.store, tenant, keyId);
     now += 29_999;
-    await expect(auth.authenticate(`Bearer ${secret}`)).resolves.toMatchObject({ tenant });
+    await expect(auth.authenticate({ authorization: `Bearer ${secret}` })).resolves.toMatchObject({ tenant });
     now += 1;
-    await expect(auth.authenticate(`Bearer ${secret}`)).rejects.toMatchObject({ code: 'unauthorized' });
+    await expect(auth.authenticate({ authorization: `Bearer ${secret}` })).rejects.toMatchObject({ code: 'unauthorized' });
   });
 });

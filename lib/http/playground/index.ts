@@ -15,8 +15,8 @@ import type { App, AppDeps } from '../app';
 import { PLAYGROUND_ASSETS } from './assets.generated';
 
 /** Request headers a browser may send cross-origin to the API. */
-const CORS_ALLOW_HEADERS = ['authorization', 'content-type', 'accept', 'idempotency-key', 'prefer'];
-const CORS_EXPOSE_HEADERS = ['retry-after'];
+const CORS_ALLOW_HEADERS = ['authorization', 'content-type', 'accept', 'idempotency-key', 'prefer', 'last-event-id', 'easel-run-token', 'easel-end-user-token'];
+const CORS_EXPOSE_HEADERS = ['retry-after', 'easel-run-token', 'location'];
 const WORKFLOW_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** The page's own policy: it loads only its two assets and talks only to its own origin. */

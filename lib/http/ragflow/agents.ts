@@ -22,6 +22,7 @@ import {
   type Workflow,
 } from '../../store/workflows';
 import { compiledVersion, createRun } from '../../turns/execute';
+import { mayReachRun, newRunUser, runListing } from '../access';
 import type { AppDeps } from '../app';
 import type { Principal } from '../auth';
 import { WORKFLOW_ID } from '../schemas';
@@ -47,6 +48,7 @@ export function registerAgentRoutes(app: Hono<RagflowEnv>, deps: AppDeps): void 
   const ownAgent = async (c: Context<RagflowEnv>, id: string, notFound: RagflowError): Promise<Workflow> => {
     const principal = c.get('principal');
     if (principal.scope !== 'admin' && !principal.workflowIds.includes(id)) throw notFound;
+    if (principal.endUser && !principal.endUser.workflowIds.includes(id)) throw notFound;
     // no workflow has an id of another shape; one too long for a DynamoDB key must not reach it
     if (!WORKFLOW_ID.safeParse(id).success) throw notFound;
     try {
@@ -102,7 +104,7 @@ export function registerAgentRoutes(app: Hono<RagflowEnv>, deps: AppDeps): void 
     const q = c.req.query();
     const page = Math.max(1, Number(q.page ?? 1) || 1);
     const size = Math.min(100, Math.max(1, Number(q.page_size ?? 30) || 30));
-    let agents = (await allWorkflows(store, principal.tenant)).filter((w) => principal.scope === 'admin' || principal.workflowIds.includes(w.id));
+    let agents = (await allWorkflows(store, principal.tenant)).filter((w) => principal.scope === 'admin' || (principal.workflowIds.includes(w.id) && (!principal.endUser || principal.endUser.workflowIds.includes(w.id))));
     if (q.id) agents = agents.filter((w) => w.id === q.id);
     if (q.title ?? q.name) agents = agents.filter((w) => w.name === (q.title ?? q.name));
     if ((q.id || q.title || q.name) && agents.length === 0) return failure(c, RAGFLOW.data, "The agent doesn't exist.");
@@ -218,8 +220,8 @@ export function registerAgentRoutes(app: Hono<RagflowEnv>, deps: AppDeps): void 
     const id = param(c, 'id');
     await ownAgent(c, id, new RagflowError(RAGFLOW.data, 'You cannot access the agent.'));
     const req = await jsonBody(c);
-    const userId = typeof req.user_id === 'string' ? req.user_id : c.req.query('user_id');
-    const { head } = await createRun(engine, { tenant: principal.tenant, workflowId: id, userId: userId ?? null });
+    const sent = typeof req.user_id === 'string' ? req.user_id : c.req.query('user_id');
+    const { head } = await createRun(engine, { tenant: principal.tenant, workflowId: id, userId: newRunUser(principal, sent) });
     return ok(c, await sessionView(principal.tenant, id, { id: head.id, workflowId: id, version: head.version, status: head.status, turn: 0, userId: head.userId, createdAt: head.createdAt, updatedAt: head.updatedAt }, true));
   }));
 
@@ -233,7 +235,7 @@ export function registerAgentRoutes(app: Hono<RagflowEnv>, deps: AppDeps): void 
     const all: SessionSummary[] = [];
     let cursor: Record<string, unknown> | undefined;
     do {
-      const res = await listSessions(store, principal.tenant, id, { limit: 100, ...(cursor ? { cursor } : {}), ...(q.user_id ? { userId: q.user_id } : {}) });
+      const res = await listSessions(store, principal.tenant, id, { limit: 100, ...(cursor ? { cursor } : {}), ...runListing(principal, q.user_id || undefined) });
       all.push(...res.items);
       cursor = res.cursor;
     } while (cursor && all.length < page * size + 100);
@@ -291,11 +293,13 @@ export function registerAgentRoutes(app: Hono<RagflowEnv>, deps: AppDeps): void 
 
   /** A session of this agent, or 102 as RAGFlow answers for one it does not own. */
   const findSession = async (c: Context<RagflowEnv>, agentId: string, sid: string): Promise<SessionSummary> => {
-    const tenant = c.get('principal').tenant;
+    const principal = c.get('principal');
+    const tenant = principal.tenant;
     if (!/^[0-9a-f]{32}$/.test(sid)) throw new RagflowError(RAGFLOW.data, `The agent doesn't own the session ${sid}`);
     try {
       const { head } = await loadSession(store, tenant, sid, 0);
       if (head.workflowId !== agentId) throw new NotFoundError('run');
+      if (!mayReachRun(principal, { id: head.id, workflowId: head.workflowId, userId: head.userId })) throw new NotFoundError('run');
       return { id: head.id, workflowId: head.workflowId, version: head.version, status: head.status, turn: head.turn, userId: head.userId, createdAt: head.createdAt, updatedAt: head.updatedAt };
     } catch (error) {
       if (error instanceof NotFoundError) throw new RagflowError(RAGFLOW.data, `The agent doesn't own the session ${sid}`);

@@ -22,6 +22,7 @@ import { getWorkflow } from '../../store/workflows';
 import { executeTurn, newRunId, type TurnRequest, type TurnResult } from '../../turns/execute';
 import { resolveFileList } from '../../turns/files';
 import type { TurnResponse } from '../../turns/response';
+import { actorOf, fileAccess, idempotencyPrincipal, newRunUser, runAuthorizer } from '../access';
 import type { AppDeps } from '../app';
 import { WORKFLOW_ID } from '../schemas';
 import { feedStream, SSE_HEADERS, startStreamedTurn } from '../sse';
@@ -53,6 +54,7 @@ async function conversation(c: Context<RagflowEnv>, deps: AppDeps, agentId: stri
   const principal = c.get('principal');
   const denied = new RagflowError(RAGFLOW.data, `You don't own the agent ${agentId}`);
   if (principal.scope !== 'admin' && !principal.workflowIds.includes(agentId)) throw denied;
+  if (principal.endUser && !principal.endUser.workflowIds.includes(agentId)) throw denied;
   // no workflow has an id of another shape; one too long for a DynamoDB key must not reach it
   if (!WORKFLOW_ID.safeParse(agentId).success) throw denied;
   try {
@@ -65,12 +67,16 @@ async function conversation(c: Context<RagflowEnv>, deps: AppDeps, agentId: stri
   const runInput: RunInput = {};
   if (fields.query) runInput.query = fields.query;
   if (isRecord(fields.inputs) && Object.keys(fields.inputs).length > 0) runInput.inputs = fields.inputs;
-  if (typeof fields.userId === 'string' && fields.userId) runInput.user_id = fields.userId;
+  // an end user's sessions carry the user the token asserts, whatever user_id was sent
+  if (principal.endUser) runInput.user_id = principal.endUser.id;
+  else if (typeof fields.userId === 'string' && fields.userId) runInput.user_id = fields.userId;
+  const sessionId = fields.sessionId ?? newRunId();
+  const files = fileAccess(principal, deps.access);
   if (Array.isArray(fields.files) && fields.files.length > 0) {
     const keepUntil = Math.floor(Date.now() / 1000) + (deps.engine.sessionTtlSeconds ?? 30 * 86_400);
-    runInput.files = await resolveFileList(deps.engine, principal.tenant, fields.files, keepUntil);
+    runInput.files = await resolveFileList(deps.engine, principal.tenant, fields.files, keepUntil, { runId: sessionId, ...(files ? { access: files } : {}) });
   }
-  const sessionId = fields.sessionId ?? newRunId();
+  const authorize = runAuthorizer(principal);
   return {
     agentId,
     sessionId,
@@ -78,7 +84,11 @@ async function conversation(c: Context<RagflowEnv>, deps: AppDeps, agentId: stri
     request: {
       tenant: principal.tenant,
       workflowId: agentId,
-      ...(fields.sessionId ? { runId: fields.sessionId } : { newRunId: sessionId }),
+      principal: idempotencyPrincipal(principal),
+      actor: actorOf(principal),
+      ...(authorize ? { authorize } : {}),
+      ...(files ? { fileAccess: files } : {}),
+      ...(fields.sessionId ? { runId: fields.sessionId } : { newRunId: sessionId, runUserId: newRunUser(principal, runInput.user_id) }),
       runInput,
     },
   };

@@ -4,7 +4,9 @@
  */
 import type { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { compatRouteRefusal } from '../access';
 import type { AppDeps } from '../app';
+import type { Principal } from '../auth';
 import { HttpError } from '../errors';
 import { DEFAULT_MAX_FILE_BYTES, storeUpload } from '../routes/files';
 import { param, registerAgentRoutes, type RagflowEnv } from './agents';
@@ -18,14 +20,20 @@ export function registerRagflowRoutes(app: Hono<RagflowEnv>, deps: AppDeps): voi
     const header = c.req.header('authorization');
     if (!header) return c.json({ code: 0, message: '`Authorization` can\'t be empty', data: false });
     if (header.trim().split(/\s+/).length < 2) return c.json({ code: 0, message: 'Please check your authorization format.', data: false });
+    let principal;
     try {
-      c.set('principal', await deps.auth.authenticate(header));
+      principal = await deps.auth.authenticate({ authorization: header });
     } catch (error) {
       if (error instanceof HttpError && error.code === 'unauthorized') {
-        return c.json({ code: RAGFLOW.auth, message: 'Authentication error: API key is invalid!', data: false });
+        // a bad end-user token says what is wrong with it; a bad key gets RAGFlow's own words
+        const message = error.extra.field === 'Easel-End-User-Token' ? `Authentication error: ${error.message}.` : 'Authentication error: API key is invalid!';
+        return c.json({ code: RAGFLOW.auth, message, data: false });
       }
       throw error;
     }
+    const refusal = compatRouteRefusal(principal);
+    if (refusal) return c.json({ code: RAGFLOW.auth, message: refusal, data: false });
+    c.set('principal', principal);
     await next();
   });
   const uploads = new Set(['/api/v1/file/upload_info']);
@@ -50,11 +58,11 @@ export function registerRagflowRoutes(app: Hono<RagflowEnv>, deps: AppDeps): voi
     });
     const parts = ([] as unknown[]).concat(form.file ?? []);
     if (parts.length === 0) throw new RagflowError(RAGFLOW.argument, 'Provide multipart file(s).');
-    const principal = (c as unknown as { get(k: 'principal'): { tenant: string } }).get('principal');
+    const principal = (c as unknown as { get(k: 'principal'): Principal }).get('principal');
     const stored = [];
     for (const part of parts) {
       try {
-        stored.push(await storeUpload(deps, principal.tenant, { file: part }));
+        stored.push(await storeUpload(deps, principal, { file: part }));
       } catch (error) {
         if (error instanceof HttpError) throw new RagflowError(RAGFLOW.argument, error.message);
         throw error;

@@ -7,10 +7,12 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { CanvasEvent } from '../../canvas';
 import { releaseClaim } from '../../store/sessions';
-import { claimNextTurn, executeTurn, type TurnRequest, type TurnResult } from '../../turns/execute';
+import { claimNextTurn, executeTurn, newRunId, type TurnRequest, type TurnResult } from '../../turns/execute';
 import type { QueueMessage } from '../../turns/queue';
 import type { App, AppDeps, HttpLimits } from '../app';
-import { requireWorkflow } from '../auth';
+import { derivedRunId, keyHashOf } from '../../turns/turn-keys';
+import { actorOf, checkRunRequest, fileAccess, idempotencyPrincipal, newRunUser, runAuthorizer } from '../access';
+import { requireWorkflow, RUN_TOKEN_HEADER } from '../auth';
 import { errorResponse, HttpError, INTERNAL_ERROR } from '../errors';
 import { ErrorSchema, ExecuteBody, IDEMPOTENCY_KEY, TurnResponseSchema, WORKFLOW_ID } from '../schemas';
 import { feedStream, frame, SSE_HEADERS, startStreamedTurn } from '../sse';
@@ -49,28 +51,41 @@ export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimit
       const { command, ...runInput } = body.run_input ?? {};
       const idempotencyKey = c.req.valid('header')['idempotency-key'];
       // on a key shared with a public page, a first turn's key is what tells one visitor's run from another's
-      if (idempotencyKey && !body.run_id && principal.scope !== 'admin') requireBearerStrength(idempotencyKey);
+      if (idempotencyKey && !body.run_id && principal.scope !== 'admin' && !principal.endUser) requireBearerStrength(idempotencyKey);
+      if (body.run_id) checkRunRequest(principal, body.run_id);
+      const authorize = runAuthorizer(principal);
+      const files = fileAccess(principal, deps.access);
       const request: TurnRequest = {
         tenant: principal.tenant,
         workflowId: id,
-        principal: principal.keyId,
-        ...(body.run_id ? { runId: body.run_id } : {}),
+        principal: idempotencyPrincipal(principal),
+        actor: actorOf(principal),
+        ...(authorize ? { authorize } : {}),
+        ...(files ? { fileAccess: files } : {}),
+        ...(body.run_id ? { runId: body.run_id } : { runUserId: newRunUser(principal, runInput.user_id) }),
         ...(body.turn_number !== undefined ? { turnNumber: body.turn_number } : {}),
         ...(c.req.valid('query').version !== undefined ? { version: c.req.valid('query').version } : {}),
-        ...(body.run_input ? { runInput } : {}),
+        // an end user's runs carry the user the token asserts, whatever user_id was sent
+        ...(body.run_input ? { runInput: principal.endUser ? { ...runInput, user_id: principal.endUser.id } : runInput } : {}),
         ...(command ? { command } : {}),
         ...(idempotencyKey ? { idempotencyKey } : {}),
       };
       checkFieldSizes(body.run_input, deps.maxFieldBytes ?? 64 * 1024);
+      // a public key's new run: its id is fixed now, so its token can go out with the headers
+      const tokenHeaders: Record<string, string> = {};
+      if (!body.run_id && principal.scope !== 'admin' && deps.access) {
+        const runId = idempotencyKey ? derivedRunId(keyHashOf(request)) : (request.newRunId = newRunId());
+        tokenHeaders[RUN_TOKEN_HEADER] = await deps.access.runTokens.sign(principal.tenant, runId);
+      }
       if (/respond-async/i.test(c.req.header('prefer') ?? '')) {
-        return asyncTurn(deps, request, body.callback_url, limits);
+        return withHeaders(await asyncTurn(deps, request, body.callback_url, limits), tokenHeaders);
       }
       const streaming = (c.req.header('accept') ?? '').includes('text/event-stream');
       if (!streaming) {
         const result = await executeTurn(deps.engine, request);
-        return c.body(capped(result.body, limits.maxResponseBytes), 200, { 'content-type': 'application/json' });
+        return c.body(capped(result.body, limits.maxResponseBytes), 200, { 'content-type': 'application/json', ...tokenHeaders });
       }
-      return streamTurn(deps, request);
+      return withHeaders(await streamTurn(deps, request), tokenHeaders);
     },
   );
 }
@@ -98,6 +113,7 @@ async function asyncTurn(deps: AppDeps, request: TurnRequest, callbackUrl: strin
         ...(request.idempotencyKey ? { idempotency_key: request.idempotencyKey } : {}),
         ...(callbackUrl ? { callback_url: callbackUrl } : {}),
         claim: { token: begun.claim.token, turn: begun.claim.turn },
+        ...(request.actor ? { actor: request.actor } : {}),
       });
     } catch (error) {
       await releaseClaim(deps.engine.store, head, begun.claim).catch(() => undefined);
@@ -108,6 +124,11 @@ async function asyncTurn(deps: AppDeps, request: TurnRequest, callbackUrl: strin
     status: 202,
     headers: { 'content-type': 'application/json', location: `/workflows/v1/workflow-runs/${inFlight.runId}` },
   });
+}
+
+function withHeaders(response: Response, headers: Record<string, string>): Response {
+  for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
+  return response;
 }
 
 /** The run input as a queue message carries it (JSON only: no nulls, no signal). */

@@ -8,6 +8,7 @@ import { deleteRun, describeRun, runTurn, runTurns } from '../../turns/runs';
 import { parseCursor, readTurnEvents, type TurnEvents } from '../../turns/progress';
 import { fireTimer } from '../../turns/timers';
 import type { App, AppDeps } from '../app';
+import { checkRunRequest, mayReachRun, runListing } from '../access';
 import { requireAdmin, requireWorkflow } from '../auth';
 import { decodeCursor, encodeCursor } from '../cursor';
 import { errorResponse, HttpError, INTERNAL_ERROR } from '../errors';
@@ -95,9 +96,11 @@ export function registerRunRoutes(app: App, deps: AppDeps): void {
   /** The run, if the key may see it: another tenant's or another workflow's run is "not found". */
   const visibleRun = async (c: { get(k: 'principal'): import('../auth').Principal }, runId: string) => {
     const principal = c.get('principal');
+    // a bare execute key reaches no run: refused before anything is read
+    checkRunRequest(principal, runId);
     const run = await describeRun(engine, principal.tenant, runId);
-    // answered exactly as a missing run: the key learns nothing about the other workflow's runs
-    if (principal.scope !== 'admin' && !principal.workflowIds.includes(run.workflow_id)) throw new NotFoundError('run');
+    // answered exactly as a missing run: the key learns nothing about runs that are not its own
+    if (!mayReachRun(principal, { id: run.run_id, workflowId: run.workflow_id, userId: run.user_id })) throw new NotFoundError('run');
     return run;
   };
 
@@ -121,13 +124,14 @@ export function registerRunRoutes(app: App, deps: AppDeps): void {
       const principal = c.get('principal');
       const q = c.req.valid('query');
       requireWorkflow(principal, q.workflow_id);
+      const scope = runListing(principal, q.user_id);
       // `started` and `paused` are accepted as filters and never produced
       if (q.status === 'started' || q.status === 'paused') return c.json({ items: [], next_cursor: null }, 200);
       const listing = keys.sessionList(principal.tenant, q.workflow_id);
       const page = await listSessions(engine.store, principal.tenant, q.workflow_id, {
         limit: q.limit,
         cursor: decodeCursor(q.cursor, { attribute: 'gsi1pk', value: listing }),
-        ...(q.user_id !== undefined ? { userId: q.user_id } : {}),
+        ...scope,
         ...(q.status !== undefined ? { status: q.status } : {}),
       });
       return c.json({
