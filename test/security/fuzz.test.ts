@@ -42,7 +42,7 @@ const onRejection = (reason: unknown) => rejections.push(reason);
 const prototypeBefore = Object.getOwnPropertyNames(Object.prototype).sort();
 
 /** Live ids by kind; index 0 of each is a seed item that DELETE routes leave alone. */
-const pools: Record<string, string[]> = { wf: [], run: [], runwf: [], file: [], key: [], agent: [], session: [], sessionagent: [], cursor: [], secret: [], revoked: [], sname: [] };
+const pools: Record<string, string[]> = { wf: [], run: [], runwf: [], file: [], key: [], agent: [], session: [], sessionagent: [], cursor: [], secret: [], revoked: [], sname: [], emb: [], user: [] };
 const MAX_POOL = 60;
 const remember = (pool: string, ...values: string[]) => {
   if ((pools[pool]?.length ?? 0) < MAX_POOL) pools[pool]?.push(...values);
@@ -62,6 +62,8 @@ const SHAPES: Record<string, () => string> = {
   secret: () => `ek_${hex(40)}`,
   revoked: () => `ek_${hex(40)}`,
   sname: () => `S_${hex(8)}`,
+  emb: () => `emb_${hex(16)}`,
+  user: () => `user-${hex(8)}`,
 };
 /** Missing ids of a given shape come from a PRNG seeded like the generators. */
 let prng = SEED >>> 0;
@@ -139,6 +141,10 @@ beforeAll(async () => {
   remember('sessionagent', agent.json.data.id);
   expect((await json('PUT', '/workflows/v1/secrets/SEED_SECRET', { value: 'seed value' })).status).toBe(201);
   remember('sname', 'SEED_SECRET');
+  const embed = await json('POST', '/workflows/v1/embed-secrets');
+  expect(embed.status).toBe(201);
+  remember('emb', embed.json.id);
+  remember('user', 'seed-user', 'visitor-1');
   for (let i = 0; i < 2; i++) {
     const key = await json('POST', '/workflows/v1/keys', { name: `victim ${i}`, scope: 'execute', workflow_ids: [wf.json.id] });
     remember('key', key.json.id);
@@ -475,7 +481,7 @@ interface Spec {
   body: Body;
 }
 const bodies = new Map(ROUTES.map((r) => [r, bodyFor(r)]));
-const POOL_OF: Record<string, string> = { wf: 'wf', run: 'run', file: 'file', key: 'key', agent: 'agent', sid: 'session', sname: 'sname' };
+const POOL_OF: Record<string, string> = { wf: 'wf', run: 'run', file: 'file', key: 'key', agent: 'agent', sid: 'session', sname: 'sname', emb: 'emb', user: 'user' };
 const validUpload = fc
   .record({ filename: fc.constantFrom('a.txt', 'notes.json', 'x.bin'), type: fc.constantFrom('text/plain', 'application/json', 'application/octet-stream'), content: fc.string({ maxLength: 200 }) })
   .map((p): Body => {
@@ -574,6 +580,7 @@ function learn(s: Spec, path: string, res: RawResponse): void {
   if (res.status === 201 && label === 'POST /workflows/v1/workflows') remember('wf', j?.id);
   if (res.status === 201 && label === 'POST /workflows/v1/files') remember('file', j?.file_id);
   if (res.status === 201 && label === 'PUT /workflows/v1/secrets/{sname}' && typeof j?.name === 'string') remember('sname', j.name);
+  if (res.status === 201 && label === 'POST /workflows/v1/embed-secrets' && typeof j?.id === 'string') remember('emb', j.id);
   if (res.status === 201 && label === 'POST /workflows/v1/keys') {
     remember('key', j?.id);
     remember('secret', j?.key);

@@ -90,7 +90,7 @@ export type Api = 'public' | 'native' | 'ragflow';
 
 export interface Route {
   method: string;
-  /** Placeholders: {wf} {run} {n} {file} {key} {agent} {sid} {sname} (a tenant secret's name) */
+  /** Placeholders: {wf} {run} {n} {file} {key} {agent} {sid} {sname} (a tenant secret's name) {emb} (an embed secret's id) {user} (an end user's id) */
   path: string;
   api: Api;
   /** Answers with the admin scope only. */
@@ -131,6 +131,10 @@ export const ROUTES: readonly Route[] = [
   { method: 'PUT', path: '/workflows/v1/secrets/{sname}', api: 'native', admin: true },
   { method: 'GET', path: '/workflows/v1/secrets', api: 'native', admin: true },
   { method: 'DELETE', path: '/workflows/v1/secrets/{sname}', api: 'native', admin: true },
+  { method: 'POST', path: '/workflows/v1/embed-secrets', api: 'native', admin: true },
+  { method: 'GET', path: '/workflows/v1/embed-secrets', api: 'native', admin: true },
+  { method: 'DELETE', path: '/workflows/v1/embed-secrets/{emb}', api: 'native', admin: true },
+  { method: 'DELETE', path: '/workflows/v1/end-users/{user}', api: 'native', admin: true },
   { method: 'GET', path: '/api/v1/agents', api: 'ragflow' },
   { method: 'POST', path: '/api/v1/agents', api: 'ragflow', admin: true },
   { method: 'GET', path: '/api/v1/agents/{agent}', api: 'ragflow' },

@@ -76,7 +76,7 @@ async function conversation(c: Context<RagflowEnv>, deps: AppDeps, agentId: stri
     const keepUntil = Math.floor(Date.now() / 1000) + (deps.engine.sessionTtlSeconds ?? 30 * 86_400);
     runInput.files = await resolveFileList(deps.engine, principal.tenant, fields.files, keepUntil, { runId: sessionId, ...(files ? { access: files } : {}) });
   }
-  const authorize = runAuthorizer(principal);
+  const authorize = fields.sessionId ? runAuthorizer(principal) : undefined;
   return {
     agentId,
     sessionId,

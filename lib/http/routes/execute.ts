@@ -53,7 +53,8 @@ export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimit
       // on a key shared with a public page, a first turn's key is what tells one visitor's run from another's
       if (idempotencyKey && !body.run_id && principal.scope !== 'admin' && !principal.endUser) requireBearerStrength(idempotencyKey);
       if (body.run_id) checkRunRequest(principal, body.run_id);
-      const authorize = runAuthorizer(principal);
+      // a first turn's run is the caller's own (a keyed retry finds it by its key, a bearer secret)
+      const authorize = body.run_id ? runAuthorizer(principal) : undefined;
       const files = fileAccess(principal, deps.access);
       const request: TurnRequest = {
         tenant: principal.tenant,
