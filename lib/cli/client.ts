@@ -110,14 +110,22 @@ export class EaselClient {
     private readonly apiKey: string,
   ) {}
 
+  /** The token of each run this client started with an execute key (docs/access.md), sent back on its requests. */
+  private readonly runTokens = new Map<string, string>();
+
   private async send(method: string, path: string, init: { body?: string | FormData; headers?: Record<string, string>; what?: string } = {}): Promise<Response> {
     let response: Response;
+    const runId = /\/workflow-runs\/([0-9a-f]{32})/.exec(path)?.[1] ?? (typeof init.body === 'string' ? /"run_id":"([0-9a-f]{32})"/.exec(init.body)?.[1] : undefined);
+    const runToken = runId ? this.runTokens.get(runId) : undefined;
     try {
       response = await fetch(`${this.baseUrl}${path}`, {
         method,
-        headers: { authorization: `Bearer ${this.apiKey}`, ...init.headers },
+        headers: { authorization: `Bearer ${this.apiKey}`, ...(runToken ? { 'easel-run-token': runToken } : {}), ...init.headers },
         ...(init.body !== undefined ? { body: init.body } : {}),
       });
+      const issued = response.headers.get('easel-run-token');
+      const issuedFor = issued?.split('.')[1];
+      if (issued && issuedFor) this.runTokens.set(issuedFor, issued);
     } catch (error) {
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
       const why = cause?.code ?? cause?.message ?? (error as Error).message;

@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from '../helpers/canvas';
 import { testEngine } from '../helpers/engine';
@@ -54,8 +54,9 @@ afterEach(() => {
   expect(problems.splice(0)).toEqual([]);
 });
 
-async function newPage(): Promise<Page> {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+/** A page in a browser profile of its own, or in `context` (tabs of one visitor). */
+async function newPage(context?: BrowserContext): Promise<Page> {
+  const page = context ? await context.newPage() : await browser.newPage({ viewport: { width: 1280, height: 800 } });
   page.setDefaultTimeout(10_000);
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
   page.on('console', (message) => {
@@ -173,7 +174,9 @@ describe('the playground in Chromium', () => {
   it('tells a stale tab that the turn was already answered, and reloads the run there', async () => {
     const wf = await createWorkflow('Form intake', fixture('form-intake'));
     const embedKey = await api.addKey(api.tenant, 'execute', [wf]);
-    const a = await newPage();
+    // two tabs of one visitor: one browser profile, so the run's token is in both
+    const visitor = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const a = await newPage(visitor);
     // an execute key given once in the URL: moved to sessionStorage and out of the address bar
     await a.goto(`${api.url}/playground/${wf}?key=${encodeURIComponent(embedKey)}`);
     await a.getByText(`Form intake (${wf})`).waitFor();
@@ -184,8 +187,15 @@ describe('the playground in Chromium', () => {
     await a.locator('form.form').waitFor();
     const runId = await text(a, '#fact-run');
 
+    // another visitor with the same key and the run's link reaches nothing of it
+    const stranger = await newPage();
+    await stranger.goto(`${api.url}/playground/${wf}?run=${runId}&key=${encodeURIComponent(embedKey)}`);
+    await stranger.getByRole('alert').getByText('Could not reload the run').waitFor();
+    expect(await stranger.getByText('sign me up', { exact: true }).count()).toBe(0);
+    await stranger.close();
+
     // tab B opens the same run: it reads the run and shows the same form
-    const b = await newPage();
+    const b = await newPage(visitor);
     await b.goto(`${api.url}/playground/${wf}?run=${runId}&key=${encodeURIComponent(embedKey)}`);
     await b.locator('form.form').waitFor();
     expect(await text(b, '#fact-turn')).toBe('1');
@@ -219,7 +229,7 @@ describe('the playground in Chromium', () => {
     const turns = await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns`);
     expect(turns.json.items.map((t: { turn_number: number }) => t.turn_number)).toEqual([1, 2]);
     expect(turns.json.items[1].request.run_input.inputs.name).toBe('Ada');
-    await Promise.all([a.close(), b.close()]);
+    await visitor.close();
   });
 
   it('runs embedded in an iframe of an allowed origin, with an execute key given once', async () => {

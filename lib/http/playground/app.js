@@ -61,6 +61,40 @@ const keyStore = {
   },
 };
 
+// ---- run tokens: what opens each run to an execute key (docs/access.md); in localStorage, ----
+// ---- so a visitor's other tabs and reloads reach their runs, and no other browser does ----
+
+const RUN_TOKENS_STORAGE = 'easel.runTokens';
+/** @type {Record<string, string>} */
+let memoryRunTokens = {};
+const runTokens = {
+  /** @returns {Record<string, string>} */
+  all() {
+    try {
+      return JSON.parse(localStorage.getItem(RUN_TOKENS_STORAGE) ?? 'null') ?? memoryRunTokens;
+    } catch {
+      return memoryRunTokens;
+    }
+  },
+  /** @param {string} runId */
+  get(runId) {
+    return this.all()[runId];
+  },
+  /** @param {string} token `rt1.<run id>.<key id>.<mac>` */
+  remember(token) {
+    const runId = token.split('.')[1];
+    if (!runId) return;
+    // the newest 50 runs of this tab
+    const entries = Object.entries({ ...this.all(), [runId]: token }).slice(-50);
+    memoryRunTokens = Object.fromEntries(entries);
+    try {
+      localStorage.setItem(RUN_TOKENS_STORAGE, JSON.stringify(memoryRunTokens));
+    } catch {
+      // storage blocked: memory only
+    }
+  },
+};
+
 /** `?key=` is accepted once (embeds): kept in sessionStorage, removed from the URL and history. */
 function adoptKeyFromUrl() {
   const url = new URL(location.href);
@@ -99,6 +133,10 @@ async function call(path, init = {}) {
   const headers = new Headers(init.headers);
   const key = keyStore.get();
   if (key) headers.set('authorization', `Bearer ${key}`);
+  // the run this request is about, by its path or its body: its token goes with it
+  const runId = /\/workflow-runs\/([0-9a-f]{32})/.exec(path)?.[1] ?? (typeof init.body === 'string' ? /"run_id":"([0-9a-f]{32})"/.exec(init.body)?.[1] : undefined);
+  const runToken = runId ? runTokens.get(runId) : undefined;
+  if (runToken) headers.set('easel-run-token', runToken);
   /** @type {Response} */
   let res;
   try {
@@ -106,6 +144,8 @@ async function call(path, init = {}) {
   } catch {
     throw new ApiFailure(0, { code: 'network', error: 'cannot reach the server' });
   }
+  const issued = res.headers.get('easel-run-token');
+  if (issued) runTokens.remember(issued);
   if (!res.ok) throw new ApiFailure(res.status, await errorBody(res));
   return res;
 }
