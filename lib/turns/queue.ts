@@ -2,10 +2,11 @@
  * Queue-triggered turns. A message starts or resumes a run:
  *
  *   {tenant, workflow_id, run_id?, turn_number?, version?, run_input, idempotency_key?,
- *    callback_url?, claim?: {token, turn}}
+ *    callback_url?, claim?: {token, turn}, actor?: {kind, id, key_id?}}
  *
  * Resumes must carry `turn_number`; `claim` marks an async turn already claimed by the HTTP
- * request that queued it. Every turn run here is an async turn (async-turn.ts): checkpointed
+ * request that queued it (its quotas were judged there; `actor` is who sent it, so that the
+ * worker counts the turn's tokens against them). Every turn run here is an async turn (async-turn.ts): checkpointed
  * between batches, resumable by another worker. Outcomes: done (the callback is told),
  * continued (suspended before the invocation ends and queued again, claim included), retry
  * (another worker holds the turn, or a transient failure: the message comes back later,
@@ -24,7 +25,9 @@ import { sha256 } from '../store/codec';
 import { LeaseLostError, TurnInProgressError } from '../store/errors';
 import { webhookSecret } from '../store/tenants';
 import { type AsyncTurnOptions, type AsyncTurnOutcome, DEFAULT_HOLD_MS, runAsyncTurn, type WorkerProgress } from './async-turn';
+import { ACTOR_KINDS } from './actors';
 import { claimNextTurn, type TurnEngine, type TurnRequest } from './execute';
+import { RateLimitedError } from './quotas';
 
 export const QueueMessage = z
   .object({
@@ -45,6 +48,7 @@ export const QueueMessage = z
     idempotency_key: z.string().regex(/^[A-Za-z0-9_.:-]{1,255}$/).optional(),
     callback_url: z.string().url().max(2048).optional(),
     claim: z.object({ token: z.string().regex(/^[0-9a-f]{32}$/), turn: z.number().int().min(1) }).optional(),
+    actor: z.object({ kind: z.enum(ACTOR_KINDS), id: z.string().min(1).max(512), key_id: z.string().max(512).optional() }).optional(),
   })
   .refine((m) => m.run_id === undefined || m.turn_number !== undefined || m.claim !== undefined, {
     path: ['turn_number'],
@@ -109,6 +113,7 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
     runInput,
     ...(command ? { command } : {}),
     ...(message.idempotency_key ? { idempotencyKey: message.idempotency_key } : {}),
+    ...(message.actor ? { actor: { kind: message.actor.kind, id: message.actor.id, ...(message.actor.key_id ? { key_id: message.actor.key_id } : {}) } } : {}),
   };
   const options: AsyncTurnOptions = {
     ...(delivery.stopBy !== undefined ? { stopBy: delivery.stopBy } : {}),
@@ -143,7 +148,8 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
     if (message.callback_url) await notify(deps, message, r.status === 'waiting_for_input' ? 'turn.paused' : `turn.${r.status}`, r);
     return report(deps, message, { kind: 'done', runId: r.run_id, turn: r.turn_number, status: r.status, ...worked(outcome.progress) });
   } catch (error) {
-    if (error instanceof TurnInProgressError || error instanceof TransientError) {
+    // a spent budget (of a message queued without a claim) ends: the message comes back later
+    if (error instanceof TurnInProgressError || error instanceof TransientError || error instanceof RateLimitedError) {
       return report(deps, message, { kind: 'retry', reason: error.message });
     }
     if (error instanceof LeaseLostError) return report(deps, message, { kind: 'superseded', reason: error.message });
