@@ -11,6 +11,7 @@ import type { EaselConfig } from '../config';
 import { buildRuntime, type Runtime, type RuntimeOptions } from '../runtime';
 import type { AppDeps } from './app';
 import { createAuthenticator } from './auth';
+import { forwardedFor, lambdaSourceIp } from './client-address';
 
 export function appDeps(runtime: Runtime): AppDeps {
   const { config, logger } = runtime;
@@ -26,6 +27,8 @@ export function appDeps(runtime: Runtime): AppDeps {
     maxFileBytes: config.http.maxFileBytes,
     corsOrigins: config.http.corsOrigins,
     frameAncestors: config.http.frameAncestors,
+    // on Lambda; npm start replaces it with the socket's (lib/local/app.ts)
+    clientAddress: forwardedFor(lambdaSourceIp, config.http.trustedProxyHops),
     ...(logger ? { logger } : {}),
   };
 }

@@ -22,6 +22,7 @@ import { getWorkflow } from '../../store/workflows';
 import { executeTurn, newRunId, type TurnRequest, type TurnResult } from '../../turns/execute';
 import { resolveFileList } from '../../turns/files';
 import type { TurnResponse } from '../../turns/response';
+import { actorOf } from '../actor';
 import type { AppDeps } from '../app';
 import { WORKFLOW_ID } from '../schemas';
 import { feedStream, SSE_HEADERS, startStreamedTurn } from '../sse';
@@ -71,6 +72,7 @@ async function conversation(c: Context<RagflowEnv>, deps: AppDeps, agentId: stri
     runInput.files = await resolveFileList(deps.engine, principal.tenant, fields.files, keepUntil);
   }
   const sessionId = fields.sessionId ?? newRunId();
+  const clientAddress = deps.clientAddress?.(c);
   return {
     agentId,
     sessionId,
@@ -78,6 +80,8 @@ async function conversation(c: Context<RagflowEnv>, deps: AppDeps, agentId: stri
     request: {
       tenant: principal.tenant,
       workflowId: agentId,
+      actor: actorOf(principal),
+      ...(clientAddress ? { clientAddress } : {}),
       ...(fields.sessionId ? { runId: fields.sessionId } : { newRunId: sessionId }),
       runInput,
     },

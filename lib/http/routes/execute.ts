@@ -10,6 +10,7 @@ import { releaseClaim } from '../../store/sessions';
 import { claimNextTurn, executeTurn, type TurnRequest, type TurnResult } from '../../turns/execute';
 import type { QueueMessage } from '../../turns/queue';
 import type { App, AppDeps, HttpLimits } from '../app';
+import { actorOf } from '../actor';
 import { requireWorkflow } from '../auth';
 import { errorResponse, HttpError, INTERNAL_ERROR } from '../errors';
 import { ErrorSchema, ExecuteBody, IDEMPOTENCY_KEY, TurnResponseSchema, WORKFLOW_ID } from '../schemas';
@@ -38,6 +39,7 @@ export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimit
         404: errorJson('no such workflow or run'),
         409: errorJson('turn_conflict, turn_in_progress, run_finished or not_waiting_for_input'),
         422: errorJson('invalid_inputs or idempotency_mismatch'),
+        429: errorJson('rate_limited: a quota is spent (`limit` names it); retry after `Retry-After` seconds'),
         503: errorJson('unavailable: nothing was committed, retry with the same Idempotency-Key'),
       },
     }),
@@ -50,10 +52,13 @@ export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimit
       const idempotencyKey = c.req.valid('header')['idempotency-key'];
       // on a key shared with a public page, a first turn's key is what tells one visitor's run from another's
       if (idempotencyKey && !body.run_id && principal.scope !== 'admin') requireBearerStrength(idempotencyKey);
+      const clientAddress = deps.clientAddress?.(c);
       const request: TurnRequest = {
         tenant: principal.tenant,
         workflowId: id,
         principal: principal.keyId,
+        actor: actorOf(principal),
+        ...(clientAddress ? { clientAddress } : {}),
         ...(body.run_id ? { runId: body.run_id } : {}),
         ...(body.turn_number !== undefined ? { turnNumber: body.turn_number } : {}),
         ...(c.req.valid('query').version !== undefined ? { version: c.req.valid('query').version } : {}),
@@ -97,6 +102,7 @@ async function asyncTurn(deps: AppDeps, request: TurnRequest, callbackUrl: strin
         run_input: queueInput(request),
         ...(request.idempotencyKey ? { idempotency_key: request.idempotencyKey } : {}),
         ...(callbackUrl ? { callback_url: callbackUrl } : {}),
+        ...(request.actor ? { actor: request.actor } : {}),
         claim: { token: begun.claim.token, turn: begun.claim.turn },
       });
     } catch (error) {
