@@ -12,13 +12,14 @@ import { keys } from '../../lib/store/item-keys';
 import { getTurn } from '../../lib/store/sessions';
 import { createDynamoClients } from '../../lib/store/setup';
 import type { Actor } from '../../lib/turns/actors';
-import { claimNextTurn, executeTurn, type TurnEngine, type TurnRequest } from '../../lib/turns/execute';
+import { claimNextTurn, createRun, executeTurn, type TurnEngine, type TurnRequest } from '../../lib/turns/execute';
 import { processMessage } from '../../lib/turns/queue';
 import { type QuotaLimits, RateLimitedError } from '../../lib/turns/quotas';
 import { fixture } from '../helpers/canvas';
 import { testTable } from '../helpers/dynamo';
 import { newTenant, newWorkflow, testEngine } from '../helpers/engine';
 import { OpenAiServer } from '../llm/openai-server';
+import { fixedMinute } from './clock';
 
 let model: OpenAiServer;
 beforeAll(async () => {
@@ -36,11 +37,6 @@ const PURE = {
     'Message:Echo': { obj: { component_name: 'Message', params: { content: ['You said: {sys.query}'] } }, downstream: [], upstream: ['begin'] },
   },
 };
-
-/** 5 s into a minute that has not begun yet: a fixed instant, so nothing expires under the test. */
-export function fixedMinute(): number {
-  return (Math.floor(Date.now() / 60_000) + 2) * 60_000 + 5_000;
-}
 
 function quotaEngine(limits: QuotaLimits, options: { at?: () => number; store?: StoreContext; shards?: number } = {}): TurnEngine {
   const start = fixedMinute();
@@ -203,6 +199,34 @@ describe('replays', () => {
     expect(replayTwo).toMatchObject({ replayed: true, body: two.body });
     expect((await counters(engine.store, tenant, 'user:ada'))[0]).toMatchObject({ n: 2 });
     await refusal(executeTurn(engine, { ...base, runId: one.response.run_id, turnNumber: 2, runInput: { query: 'c' } }));
+  });
+});
+
+describe('run starts', () => {
+  it('an execute key alone is limited per client address and per key; end users and admin keys are not', async () => {
+    const engine = quotaEngine({ runsPerKeyPerMinute: 3, runsPerAddressPerMinute: 2 });
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, PURE);
+    const key: Actor = { kind: 'execute_key', id: 'embed' };
+    const start = (clientAddress: string, actor: Actor = key) => executeTurn(engine, { tenant, workflowId, actor, clientAddress, runInput: { query: 'hi' } });
+    const first = await start('203.0.113.7');
+    await start('203.0.113.7');
+    expect((await refusal(start('203.0.113.7'))).limit).toBe('runs_per_address_per_minute');
+    // the same address spelled inside IPv6 is the same address
+    expect((await refusal(start('::ffff:203.0.113.7'))).limit).toBe('runs_per_address_per_minute');
+    await start('2001:db8::1');
+    // a session created without a turn (RAGFlow's create_session) is a run start too; one /64 is one address
+    const refused = await refusal(createRun(engine, { tenant, workflowId, actor: key, clientAddress: '2001:db8::ffff' }));
+    expect(refused.limit).toBe('runs_per_key_per_minute');
+    expect(refused.message).toMatch(/3 runs a minute/);
+    expect(refused.retryAfter).toBe(55);
+    // the runs it has go on; end users and admin keys start runs freely
+    const next = await executeTurn(engine, { tenant, workflowId, actor: key, clientAddress: '203.0.113.7', runId: first.response.run_id, turnNumber: 1, runInput: { query: 'more' } });
+    expect(next.response.turn_number).toBe(2);
+    for (let i = 0; i < 4; i++) {
+      await start('203.0.113.7', user(`visitor-${i}`));
+      await start('203.0.113.7', { kind: 'admin_key', id: 'ops' });
+    }
   });
 });
 
