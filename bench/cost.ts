@@ -54,6 +54,8 @@ export interface CostResult {
   usdPerMillionTurns: number;
   usdPerMillionTurnsWithLogs: number;
   usdPerMillionTurnsKeyed: number;
+  /** With every quota on (EASEL_QUOTA_*), when measured. */
+  usdPerMillionTurnsWithQuotas?: number;
   stepFunctionsUsdPerMillionTurns: number;
   durationMs: number;
   lines: CostLine[];
@@ -86,8 +88,8 @@ function lines(inputs: CostInputs): { lines: CostLine[]; durationMs: number } {
   };
 }
 
-/** `deployedMemoryMb`: serverless.yml's memorySize, for one more line. */
-export function cost(plain: CostInputs, keyed: CostInputs, deployedMemoryMb?: number): CostResult {
+/** `deployedMemoryMb`: serverless.yml's memorySize, for one more line; `quotas`: the turn with every quota on. */
+export function cost(plain: CostInputs, keyed: CostInputs, deployedMemoryMb?: number, quotas?: CostInputs): CostResult {
   heading(
     '6. Cost per million turns on AWS',
     `capacity per turn from measurement 2 (mean over the whole conversation, the larger of reported and size-computed), round trips / server CPU / log bytes / components per turn from measurement 1; handler duration = local CPU / (${ASSUMPTIONS.memoryMb}/${ASSUMPTIONS.fullVcpuMb} vCPU) + ${ASSUMPTIONS.dynamoLatencyMs} ms x round trips, billed per ms at ${ASSUMPTIONS.memoryMb} MB arm64; list prices us-east-1 on-demand as written in bench/cost.ts.`,
@@ -124,6 +126,11 @@ export function cost(plain: CostInputs, keyed: CostInputs, deployedMemoryMb?: nu
     durationMs: a.durationMs,
     lines: a.lines,
   };
+  if (quotas) {
+    const q = lines(quotas);
+    result.usdPerMillionTurnsWithQuotas = total(q.lines);
+    console.log(`with every quota on: ${fmt(quotas.wcuPerTurn)} WRU, ${fmt(quotas.rcuPerTurn)} RRU, ${fmt(quotas.roundTripsPerTurn)} round trips a turn, ~${fmt(q.durationMs, 1)} ms handler: $${fmt(result.usdPerMillionTurnsWithQuotas)} per million turns`);
+  }
   console.log(`target <= $5 per million turns: ${verdict(result.usdPerMillionTurns, '<=', 5)} (with logs $${fmt(result.usdPerMillionTurnsWithLogs)}, with an Idempotency-Key on every turn $${fmt(result.usdPerMillionTurnsKeyed)}); Step Functions Standard would charge $${fmt(stepFunctions)} for the transitions alone`);
   return result;
 }

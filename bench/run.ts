@@ -108,6 +108,13 @@ async function main(): Promise<number> {
       { ...base, wcuPerTurn: writes.meanWcu + writes.cleanupWruPerTurn, rcuPerTurn: writes.meanRcu, roundTripsPerTurn: overhead.roundTripsPerTurn },
       { ...base, wcuPerTurn: writes.keyed.meanWcu + writes.cleanupWruPerTurn, rcuPerTurn: writes.keyed.meanRcu, roundTripsPerTurn: writes.keyed.meanRoundTrips },
       deployed,
+      // the plain turn plus what quotas added to the same turns
+      {
+        ...base,
+        wcuPerTurn: writes.meanWcu + writes.quotas.extraWcu + writes.cleanupWruPerTurn,
+        rcuPerTurn: writes.meanRcu + writes.quotas.extraRcu,
+        roundTripsPerTurn: overhead.roundTripsPerTurn + writes.quotas.extraRoundTrips,
+      },
     );
   }
 
@@ -117,10 +124,12 @@ async function main(): Promise<number> {
     quick,
     ...(overhead ? { turn_overhead_ratio: overhead.ratioP50, turn_overhead_p95_ratio: overhead.ratioP95, round_trips_per_turn: overhead.roundTripsPerTurn } : {}),
     ...(writes ? { write_growth_ratio: writes.growthRatio, ragflow_write_growth_ratio: writes.ragflowGrowth, cleanup_wru_per_turn: writes.cleanupWruPerTurn, queued_turn_wru: writes.async.meanWcu } : {}),
+    ...(writes ? { quota_extra_round_trips_per_turn: writes.quotas.extraRoundTrips, quota_extra_wru_per_turn: writes.quotas.extraWcu, quota_extra_rru_per_turn: writes.quotas.extraRcu, quota_turn_wru: writes.quotas.meanWcu } : {}),
     ...(cpu ? { cpu_ratio_vs_langgraph: cpu.ratio } : {}),
     ...(cold ? { bundle_kb_over_floor_max: cold.bundleKbOverFloorMax, init_ratio_vs_floor_max: cold.initRatioMax } : {}),
     ...(load ? { throughput_ratio: load.ratio } : {}),
     ...(dollars ? { usd_per_million_turns: dollars.usdPerMillionTurns } : {}),
+    ...(dollars?.usdPerMillionTurnsWithQuotas !== undefined ? { usd_per_million_turns_with_quotas: dollars.usdPerMillionTurnsWithQuotas } : {}),
     duration_s: (performance.now() - began) / 1000,
     step_seconds: seconds,
     details: { turnOverhead: overhead, writeCost: writes, engineCpu: cpu, coldStart: cold, throughput: load, cost: dollars },
@@ -137,12 +146,16 @@ async function main(): Promise<number> {
     row('1. DynamoDB round trips per turn', overhead?.roundTripsPerTurn, '', null),
     row(`2. write growth, turn ${writes?.checkpoints.at(-1)?.turn ?? 'N'} / turn 2`, writes?.growthRatio, '<= 1.1', (v) => v <= 1.1),
     row('2. the same stored RAGFlow\'s way', writes?.ragflowGrowth, '', null),
+    row('2. quotas on: extra round trips per turn', writes?.quotas.extraRoundTrips, '', null),
+    row('2. quotas on: extra WRU per turn', writes?.quotas.extraWcu, '', null),
+    row('2. quotas on: extra RRU per turn', writes?.quotas.extraRcu, '', null),
     row('3. CPU per turn, LangGraph.js / Easel', cpu?.ratio, '>= 5', (v) => v >= 5),
     row('4. bundle KB over the floor, max', cold?.bundleKbOverFloorMax, '<= 400', (v) => v <= 400),
     row('4. module init / floor, max', cold?.initRatioMax, '<= 1.25', (v) => v <= 1.25),
     row('5. throughput, stack / direct', load?.ratio, '>= 0.8', (v) => v >= 0.8),
     row('5. conflicts + losses', load ? load.conflicts + load.errors + load.lost : undefined, '0', (v) => v === 0),
     row('6. $ per million turns', dollars?.usdPerMillionTurns, '<= 5', (v) => v <= 5),
+    row('6. $ per million turns, quotas on', dollars?.usdPerMillionTurnsWithQuotas, '', null),
   ]);
   console.log(`\nseconds per step: ${Object.entries(seconds).map(([k, v]) => `${/^\d$/.test(k) ? `measurement ${k}` : k} ${v}`).join(', ')}`);
   console.log(`wrote ${out} in ${fmt((performance.now() - began) / 1000, 1)} s`);

@@ -15,6 +15,7 @@ import { itemSize } from '../lib/store/blobs';
 import { TABLE_DEFINITION } from '../lib/store/table';
 import { createWorkflow } from '../lib/store/workflows';
 import { executeTurn, type TurnEngine } from '../lib/turns/execute';
+import { DEFAULT_QUOTA_SHARDS } from '../lib/turns/quotas';
 import { processMessage } from '../lib/turns/queue';
 import { fmt, heading, mean, table, verdict } from './lib/stats';
 import type { Database } from './lib/stack';
@@ -51,6 +52,11 @@ export interface WriteCostResult {
   keyed: { meanWcu: number; meanRcu: number; meanRoundTrips: number };
   /** The keyed conversation's length again, each turn run by the queue worker (an async turn). */
   async: { meanWcu: number; meanRcu: number; meanRoundTrips: number };
+  /**
+   * The keyed conversation's length again with every quota on (tenant and end user, turns and
+   * tokens; EASEL_QUOTA_*): its means, and what it adds to the same turns without quotas.
+   */
+  quotas: { meanWcu: number; meanRcu: number; meanRoundTrips: number; extraWcu: number; extraRcu: number; extraRoundTrips: number; shards: number };
   /** Reported and arithmetic figures disagreed on this many turns. */
   mismatches: number;
   /**
@@ -168,8 +174,13 @@ function meter(doc: DynamoDBDocumentClient, side: DynamoDBDocumentClient, table:
       }
       case 'BatchGetCommand': {
         m.rcuReported += units;
+        // every key asked for is charged, found or not (at least half a unit each)
         const consistent = input.RequestItems[table]?.ConsistentRead === true;
-        for (const i of out.Responses?.[table] ?? []) m.rcuFromSizes += rcu(itemSize(i), consistent);
+        const found = new Map((out.Responses?.[table] ?? []).map((i: Record<string, unknown>) => [`${i.pk}\u0000${i.sk}`, i]));
+        for (const k of input.RequestItems[table]?.Keys ?? []) {
+          const item = found.get(`${k.pk}\u0000${k.sk}`) as Record<string, unknown> | undefined;
+          m.rcuFromSizes += rcu(item ? itemSize(item) : 0, consistent);
+        }
         break;
       }
       default:
@@ -211,7 +222,7 @@ export async function writeCost(db: Database, options: WriteCostOptions): Promis
   const marks = [...new Set([2, Math.round(n / 4), Math.round(n / 2), n])].filter((t) => t >= 2 && t <= n);
   heading(
     '2. Write cost vs conversation length',
-    `one conversation of ${n} turns with the same output every turn (10-node workflow: queries pause at the form, answers complete), executeTurn on the bench table with ReturnConsumedCapacity; WCU/RCU as reported and as computed from item sizes (whole item on update, +1 KB-unit per changed listing-index entry, reads per 4 KB); "RAGFlow" = the session row RAGFlow rewrites every turn (canvas DSL with its whole state + all messages), from the serialized state of the same conversation; then ${options.keyedTurns} turns with an Idempotency-Key each, and ${options.keyedTurns} turns run by the queue worker (the bench workflow calls no model, so they write no checkpoint; an async turn with model calls is measured by test/turns/protocol.test.ts).`,
+    `one conversation of ${n} turns with the same output every turn (10-node workflow: queries pause at the form, answers complete), executeTurn on the bench table with ReturnConsumedCapacity; WCU/RCU as reported and as computed from item sizes (whole item on update, +1 KB-unit per changed listing-index entry, reads per 4 KB); "RAGFlow" = the session row RAGFlow rewrites every turn (canvas DSL with its whole state + all messages), from the serialized state of the same conversation; then ${options.keyedTurns} turns with an Idempotency-Key each, ${options.keyedTurns} turns with every quota on (EASEL_QUOTA_*, compared turn by turn with the same turns without), and ${options.keyedTurns} turns run by the queue worker (the bench workflow calls no model, so they write no checkpoint; an async turn with model calls is measured by test/turns/protocol.test.ts).`,
   );
   const config = readConfig({ ...process.env, EASEL_DYNAMODB_ENDPOINT: db.endpoint, EASEL_DYNAMODB_TABLE: db.table });
   // the runtime's own client is the metered one; db.doc reads item sizes unmetered
@@ -260,6 +271,7 @@ export async function writeCost(db: Database, options: WriteCostOptions): Promis
     if (t > 1) keyed.push(usage.take());
   }
   const plainSteady = costs.slice(1);
+  const at = (t: number) => costs[t - 1] as TurnCost;
 
   // the same length again, each turn queued and run by the worker (lease, checkpoints, commit)
   const queued: Omit<Meter, 'calls'>[] = [];
@@ -273,13 +285,42 @@ export async function writeCost(db: Database, options: WriteCostOptions): Promis
     if (t > 1) queued.push(usage.take());
   }
 
+  // the same turns with every quota on (limits nobody reaches), sent by an end user, beside the
+  // same turns of the first conversation (same inputs, same turn numbers) without quotas
+  const quotaSettings = readConfig({
+    ...process.env,
+    EASEL_QUOTA_TENANT_TURNS_PER_MINUTE: '1000000000',
+    EASEL_QUOTA_TENANT_TOKENS_PER_DAY: '1000000000000',
+    EASEL_QUOTA_USER_TURNS_PER_MINUTE: '1000000000',
+    EASEL_QUOTA_USER_TOKENS_PER_DAY: '1000000000000',
+  }).quotas;
+  const limited: TurnEngine = { ...engine, ...(quotaSettings ? { quotas: quotaSettings } : {}) };
+  const withQuotas: Omit<Meter, 'calls'>[] = [];
+  const extra: { wcu: number; rcu: number; trips: number }[] = [];
+  let quotaRun: string | undefined;
+  let quotaCalls = '';
+  for (let t = 1; t <= options.keyedTurns; t++) {
+    usage.take();
+    const result = await executeTurn(limited, { tenant, workflowId, actor: { kind: 'end_user', id: 'bench-user', key_id: 'bench-key' }, ...(quotaRun ? { runId: quotaRun } : {}), runInput: turnInput(t) });
+    quotaRun = result.response.run_id;
+    const { calls, ...m } = usage.take();
+    if (t === 2) quotaCalls = calls.join(', ');
+    if (t === 1) continue;
+    withQuotas.push(m);
+    const plain = at(t);
+    extra.push({
+      wcu: Math.max(m.wcuReported, m.wcuFromSizes) - Math.max(plain.wcuReported, plain.wcuFromSizes),
+      rcu: Math.max(m.rcuReported, m.rcuFromSizes) - Math.max(plain.rcuReported, plain.rcuFromSizes),
+      trips: m.roundTrips - plain.roundTrips,
+    });
+  }
+
   // the session's items when it expires: the cleanup consumer deletes all but the head
   const items = await partitionItems(db, tenant, runId as string);
   const cleanupWru = items.filter((i) => i.sk !== 'T#~').reduce((sum, i) => sum + kb(itemSize(i)), 0);
   const cleanupWruPerTurn = cleanupWru / n;
   console.log(`session cleanup: ${items.length - 1} items deleted by the consumer, ${cleanupWru} WRU, ${fmt(cleanupWruPerTurn)} WRU per turn amortized (the head expires by TTL, free)`);
 
-  const at = (t: number) => costs[t - 1] as TurnCost;
   table(
     ['turn', 'WCU reported', 'WCU from sizes', 'bytes written', 'RCU reported', 'RCU from sizes', 'round trips', 'RAGFlow bytes', 'RAGFlow WCU-equiv.'],
     marks.map((t) => {
@@ -313,11 +354,24 @@ export async function writeCost(db: Database, options: WriteCostOptions): Promis
       meanRcu: mean(queued.map((c) => Math.max(c.rcuReported, c.rcuFromSizes))),
       meanRoundTrips: mean(queued.map((c) => c.roundTrips)),
     },
+    quotas: {
+      meanWcu: mean(withQuotas.map((c) => Math.max(c.wcuReported, c.wcuFromSizes))),
+      meanRcu: mean(withQuotas.map((c) => Math.max(c.rcuReported, c.rcuFromSizes))),
+      meanRoundTrips: mean(withQuotas.map((c) => c.roundTrips)),
+      extraWcu: mean(extra.map((e) => e.wcu)),
+      extraRcu: mean(extra.map((e) => e.rcu)),
+      extraRoundTrips: mean(extra.map((e) => e.trips)),
+      shards: quotaSettings?.shards ?? DEFAULT_QUOTA_SHARDS,
+    },
   };
   console.log(
     `mean per turn over all ${n} turns: ${fmt(result.meanWcu)} WCU, ${fmt(result.meanRcu)} RCU, ${fmt(result.meanRoundTrips)} round trips (continuing turns: ${fmt(mean(plainSteady.map((c) => c.wcuReported)))} WCU); with an Idempotency-Key: ${fmt(result.keyed.meanWcu)} WCU, ${fmt(result.keyed.meanRcu)} RCU, ${fmt(result.keyed.meanRoundTrips)} round trips`,
   );
   console.log(`the same ${options.keyedTurns} turns run by the queue worker (async): ${fmt(result.async.meanWcu)} WCU, ${fmt(result.async.meanRcu)} RCU, ${fmt(result.async.meanRoundTrips)} round trips per continuing turn`);
+  console.log(
+    `the same ${options.keyedTurns} turns with every quota on (tenant and end user, turns per minute and tokens per day, ${result.quotas.shards} tenant shards): ${fmt(result.quotas.meanWcu)} WCU, ${fmt(result.quotas.meanRcu)} RCU, ${fmt(result.quotas.meanRoundTrips)} round trips per continuing turn; ` +
+      `quotas add ${fmt(result.quotas.extraRoundTrips)} round trips (the BatchGetItem beside the session's Query, and two counter updates side by side after the commit: 1 more in sequence), ${fmt(result.quotas.extraWcu)} WRU and ${fmt(result.quotas.extraRcu)} RRU a turn (turn 2, call by call: ${quotaCalls})`,
+  );
   console.log(`turns where DynamoDB's report and the size arithmetic differ: ${mismatches} of ${n}`);
   console.log(`turn ${last.turn} / turn 2: WCU x${fmt(wcuGrowth)}, bytes x${fmt(bytesGrowth)}; RAGFlow's way: bytes x${fmt(ragflowGrowth)}`);
   console.log(`target turn ${last.turn} <= 1.1x turn 2: ${verdict(result.growthRatio, '<=', 1.1)}`);

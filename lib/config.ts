@@ -7,6 +7,7 @@ import { DEFAULT_STEP_BUDGET_RUN, DEFAULT_STEP_BUDGET_TURN } from './canvas/canv
 import { checkLlmSettings, type LlmSettings } from './llm/models';
 import { DEFAULT_RETRY } from './llm/retry';
 import { parseAllowList } from './outbound/ssrf';
+import type { QuotaLimits, QuotaSettings } from './turns/quotas';
 
 export interface QueueConfig {
   /** The SQS queue of async and queued turns (EASEL_TURN_QUEUE_URL); unset: async turns are refused (npm start runs an in-process queue). */
@@ -47,6 +48,11 @@ export interface HttpConfig {
   corsOrigins: string[];
   /** CSP `frame-ancestors` sources of the playground page (EASEL_FRAME_ANCESTORS). */
   frameAncestors: string[];
+  /**
+   * Proxies in front of the app that append to X-Forwarded-For (EASEL_QUOTA_TRUSTED_PROXY_HOPS):
+   * the client address is the entry this many from the right. 0: the header is ignored.
+   */
+  trustedProxyHops: number;
 }
 
 export interface SecretsConfig {
@@ -74,6 +80,8 @@ export interface EaselConfig {
   ssrfAllow: string[];
   stepBudgetTurn: number;
   stepBudgetRun: number;
+  /** Turn and run-start limits (EASEL_QUOTA_*); absent when none is set: no counter is ever read or written. */
+  quotas?: QuotaSettings;
 }
 
 export class ConfigError extends Error {
@@ -161,6 +169,60 @@ export function readCliConfig(env: Env = process.env): CliConfig {
   if (!/^https?:\/\/\S+$/.test(baseUrl)) throw new ConfigError([`EASEL_BASE_URL must be an http(s) URL, got "${baseUrl}"`]);
   const apiKey = r.get('EASEL_API_KEY');
   return { baseUrl, ...(apiKey ? { apiKey } : {}) };
+}
+
+/** Each limit's variable, and its name in EASEL_QUOTA_TENANTS. */
+const QUOTA_LIMITS: readonly [keyof QuotaLimits, string, string][] = [
+  ['tenantTurnsPerMinute', 'EASEL_QUOTA_TENANT_TURNS_PER_MINUTE', 'tenant_turns_per_minute'],
+  ['tenantTokensPerDay', 'EASEL_QUOTA_TENANT_TOKENS_PER_DAY', 'tenant_tokens_per_day'],
+  ['userTurnsPerMinute', 'EASEL_QUOTA_USER_TURNS_PER_MINUTE', 'user_turns_per_minute'],
+  ['userTokensPerDay', 'EASEL_QUOTA_USER_TOKENS_PER_DAY', 'user_tokens_per_day'],
+  ['runsPerKeyPerMinute', 'EASEL_QUOTA_RUNS_PER_KEY_PER_MINUTE', 'runs_per_key_per_minute'],
+  ['runsPerAddressPerMinute', 'EASEL_QUOTA_RUNS_PER_ADDRESS_PER_MINUTE', 'runs_per_address_per_minute'],
+];
+const MAX_QUOTA = 1e12;
+
+/** EASEL_QUOTA_*: undefined when no limit is set anywhere (quotas off). */
+function quotaConfig(r: Reader, problems: string[]): QuotaSettings | undefined {
+  const limits: QuotaLimits = {};
+  for (const [field, variable] of QUOTA_LIMITS) {
+    const n = r.integer(variable, 0, 0, MAX_QUOTA);
+    if (n > 0) limits[field] = n;
+  }
+  const tenants: Record<string, QuotaLimits> = {};
+  const raw = r.get('EASEL_QUOTA_TENANTS');
+  if (raw !== undefined) {
+    const names = QUOTA_LIMITS.map(([, , name]) => name);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      parsed = undefined;
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      problems.push(`EASEL_QUOTA_TENANTS must be a JSON object mapping a tenant id to its limits, e.g. {"acme": {"tenant_turns_per_minute": 600, "user_tokens_per_day": 0}} (0 lifts a limit); limits: ${names.join(', ')}`);
+    } else {
+      for (const [tenant, given] of Object.entries(parsed)) {
+        if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+          problems.push(`EASEL_QUOTA_TENANTS: the limits of "${tenant}" must be an object, e.g. {"tenant_turns_per_minute": 600}`);
+          continue;
+        }
+        const own: QuotaLimits = {};
+        for (const [name, value] of Object.entries(given as Record<string, unknown>)) {
+          const field = QUOTA_LIMITS.find(([, , n]) => n === name)?.[0];
+          if (!field) problems.push(`EASEL_QUOTA_TENANTS: "${tenant}" names an unknown limit "${name}" (known: ${names.join(', ')})`);
+          else if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_QUOTA) problems.push(`EASEL_QUOTA_TENANTS: "${tenant}".${name} must be an integer from 0 to ${MAX_QUOTA}, got ${JSON.stringify(value)}`);
+          else own[field] = value;
+        }
+        tenants[tenant] = own;
+      }
+    }
+  }
+  // unset: the default of lib/turns/quotas.ts
+  const shards = r.get('EASEL_QUOTA_SHARDS') === undefined ? undefined : r.integer('EASEL_QUOTA_SHARDS', 1, 1, 64);
+  const anyLimit = (l: QuotaLimits) => Object.values(l).some((v) => v !== undefined && v > 0);
+  if (!anyLimit(limits) && !Object.values(tenants).some(anyLimit)) return undefined;
+  return { limits, ...(Object.keys(tenants).length > 0 ? { tenants } : {}), ...(shards !== undefined ? { shards } : {}) };
 }
 
 function commaList(raw: string | undefined): string[] {
@@ -288,6 +350,7 @@ export function readConfig(env: Env = process.env): EaselConfig {
       authCacheMs: integer('EASEL_AUTH_CACHE_MS', 30_000, 0, 60_000),
       corsOrigins: corsOrigins(get('EASEL_CORS_ORIGINS'), problems),
       frameAncestors: frameAncestors(get('EASEL_FRAME_ANCESTORS'), problems),
+      trustedProxyHops: integer('EASEL_QUOTA_TRUSTED_PROXY_HOPS', 0, 0, 10),
     },
     secrets,
     llm,
@@ -295,6 +358,8 @@ export function readConfig(env: Env = process.env): EaselConfig {
     stepBudgetTurn: integer('EASEL_STEP_BUDGET_TURN', DEFAULT_STEP_BUDGET_TURN, 1, 1_000_000),
     stepBudgetRun: integer('EASEL_STEP_BUDGET_RUN', DEFAULT_STEP_BUDGET_RUN, 1, 10_000_000),
   };
+  const quotas = quotaConfig(r, problems);
+  if (quotas) config.quotas = quotas;
   if (problems.length > 0) throw new ConfigError([...new Set(problems)]);
   return config;
 }

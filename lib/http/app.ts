@@ -7,7 +7,7 @@
  *   serve({ fetch: app.fetch, port: 3000 });
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
-import type { Hono } from 'hono';
+import type { Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import type { Logger } from '../runtime/telemetry';
@@ -74,6 +74,11 @@ export interface AppDeps {
   corsOrigins?: readonly string[];
   /** CSP `frame-ancestors` of the playground page. @default ["'self'"] */
   frameAncestors?: readonly string[];
+  /**
+   * The client's address, for the run-start limit per address (lib/http/client-address.ts): the
+   * socket's under npm start, the event's `requestContext` on Lambda. @default none known
+   */
+  clientAddress?: (c: Context) => string | undefined;
 }
 
 export type AppEnv = { Variables: { principal: Principal } };
@@ -91,6 +96,7 @@ export function createApp(deps: AppDeps): App {
     const mapped = errorResponse(error);
     // the rest of an oversized body is never read: the connection cannot be reused
     if (mapped?.status === 413) c.header('connection', 'close');
+    for (const [name, value] of Object.entries(mapped?.headers ?? {})) c.header(name, value);
     if (mapped) return c.json(mapped.body, mapped.status as 400);
     if (error instanceof HTTPException && error.status < 500) {
       return c.json({ code: 'invalid_request', error: error.message || 'invalid request' }, 400);

@@ -14,6 +14,7 @@ import { EmbedSecrets } from '../secrets/embed-secrets';
 import { signedTokens } from '../secrets/signed-tokens';
 import type { AccessTokens } from './access';
 import { createAuthenticator } from './auth';
+import { forwardedFor, lambdaSourceIp } from './client-address';
 
 export function appDeps(runtime: Runtime): AppDeps {
   const { config, logger } = runtime;
@@ -34,6 +35,8 @@ export function appDeps(runtime: Runtime): AppDeps {
     maxFileBytes: config.http.maxFileBytes,
     corsOrigins: config.http.corsOrigins,
     frameAncestors: config.http.frameAncestors,
+    // on Lambda; npm start replaces it with the socket's (lib/local/app.ts)
+    clientAddress: forwardedFor(lambdaSourceIp, config.http.trustedProxyHops),
     ...(logger ? { logger } : {}),
   };
 }

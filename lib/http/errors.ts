@@ -5,6 +5,7 @@
 import { DslValidationError, InvalidInputsError } from '../canvas/errors';
 import { EaselError, type ErrorCode } from '../errors';
 import { TurnConflictError, TurnInProgressError } from '../store/errors';
+import { RateLimitedError } from '../turns/quotas';
 
 /** The status of codes that are not answers for a client: logged, answered as `INTERNAL_ERROR`. */
 export const INTERNAL_STATUS = 500;
@@ -80,11 +81,11 @@ export function validationHook(result: { success: boolean; error?: { issues: rea
 }
 
 /**
- * The status and body for an error a client may be told about; undefined for anything else
- * (not an EaselError, or a code whose status is `INTERNAL_STATUS`): the caller logs it and
+ * The status, body and headers for an error a client may be told about; undefined for anything
+ * else (not an EaselError, or a code whose status is `INTERNAL_STATUS`): the caller logs it and
  * answers `INTERNAL_ERROR`.
  */
-export function errorResponse(error: unknown): { status: number; body: ErrorBody } | undefined {
+export function errorResponse(error: unknown): { status: number; body: ErrorBody; headers?: Record<string, string> } | undefined {
   if (!(error instanceof EaselError)) return undefined;
   // `??`: a code forced past the compiler (a cast, a plain object) is not one to explain
   const status = STATUS_BY_CODE[error.code] ?? INTERNAL_STATUS;
@@ -98,7 +99,17 @@ export function errorResponse(error: unknown): { status: number; body: ErrorBody
     body.status = error.status;
   }
   if ('status' in error && typeof error.status === 'string' && body.status === undefined) body.status = error.status;
+  if (error instanceof RateLimitedError) {
+    body.limit = error.limit;
+    body.retry_after = error.retryAfter;
+    return { status, body, headers: retryAfterHeader(error) };
+  }
   return { status, body };
+}
+
+/** `Retry-After` (seconds) of a spent quota; none for other errors. */
+export function retryAfterHeader(error: unknown): Record<string, string> | undefined {
+  return error instanceof RateLimitedError ? { 'retry-after': String(error.retryAfter) } : undefined;
 }
 
 export const INTERNAL_ERROR: ErrorBody = { code: 'internal_error', error: 'internal error' };

@@ -9,7 +9,10 @@
  *   const server = createAdaptorServer({ fetch: local.app.fetch });
  *   setInterval(() => void local.pump(), 5_000);
  */
+import { getConnInfo } from '@hono/node-server/conninfo';
+import type { Context } from 'hono';
 import type { EaselConfig } from '../config';
+import { forwardedFor } from '../http/client-address';
 import { type App, createApp } from '../http/app';
 import { appDeps } from '../http/deps';
 import { buildRuntime, type Logger, queueDeps, type Runtime } from '../runtime';
@@ -36,9 +39,20 @@ const consoleLogger: Logger = {
 /** What the worker and the pump report, to stderr. */
 const log = (message: string, fields: Record<string, unknown>) => console.error(`[easel] ${message}`, JSON.stringify(fields));
 
+/** The peer of the request's socket; undefined when the app is called without node-server's bindings. */
+function socketAddress(c: Context): string | undefined {
+  try {
+    return getConnInfo(c).remote.address;
+  } catch {
+    return undefined;
+  }
+}
+
 export function buildLocalApp(config: EaselConfig, options: { logger?: Logger } = {}): LocalApp {
   const runtime = buildRuntime(config, { logger: options.logger ?? consoleLogger });
   const deps = appDeps(runtime);
+  // the socket's address (node-server's bindings), not the Lambda event's
+  deps.clientAddress = forwardedFor(socketAddress, config.http.trustedProxyHops);
   let queue: ReturnType<typeof createInProcessQueue> | undefined;
   if (!deps.enqueue) {
     const local = createInProcessQueue((records) => processBatch(queueDeps(runtime, { log, requeue: (message) => local.enqueue(message) }), records));

@@ -1,6 +1,7 @@
 /**
  * The turn engine (lib/turns) from its parts: the store, the built-in components, the services
- * components call out through (models, the SSRF guard, the tenant's secrets) and the configured budgets.
+ * components call out through (models, the SSRF guard, the tenant's secrets), the configured budgets
+ * and the quotas (none unless EASEL_QUOTA_* sets one).
  */
 import { builtinComponents } from '../components';
 import { services } from '../components/services';
@@ -19,7 +20,7 @@ export interface EngineParts {
   secretsFor(tenant: string): SecretResolver;
 }
 
-export function buildEngine(config: Pick<EaselConfig, 'store' | 'stepBudgetTurn' | 'stepBudgetRun'>, parts: EngineParts): TurnEngine {
+export function buildEngine(config: Pick<EaselConfig, 'store' | 'stepBudgetTurn' | 'stepBudgetRun' | 'quotas'>, parts: EngineParts): TurnEngine {
   return {
     store: parts.store,
     registry: builtinComponents,
@@ -31,5 +32,6 @@ export function buildEngine(config: Pick<EaselConfig, 'store' | 'stepBudgetTurn'
     sessionTtlSeconds: config.store.sessionTtlSeconds,
     stepBudgetTurn: config.stepBudgetTurn,
     stepBudgetRun: config.stepBudgetRun,
+    ...(config.quotas ? { quotas: config.quotas } : {}),
   };
 }

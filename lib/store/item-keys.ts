@@ -19,6 +19,16 @@ export const keys = {
   /** Tenant secrets, under the tenant's own item (see store/secrets.ts). */
   secret: (name: string) => `${SECRET_PREFIX}${name}`,
   secretDataKey: (version: number) => `${SECRET_DATA_KEY_PREFIX}${String(version).padStart(6, '0')}`,
+  /**
+   * Quota counters (store/quotas.ts). Usage of one scope — a shard of the tenant's (`~<i>`), an
+   * end user (`user:<id>`) or an execute key (`key:<id>`) — one item a UTC day (`D#<yyyy-mm-dd>`):
+   * its model tokens, and its turns in the latest minute.
+   */
+  quotaUsage: (tenant: string, scope: string) => `T#${tenant}#Q#${scope}`,
+  quotaDay: (day: string) => `D#${day}`,
+  /** Runs started by one execute key (`key:<id>`) or client address (`addr:<a>`), one item a minute. */
+  quotaRuns: (tenant: string, scope: string) => `T#${tenant}#QR#${scope}`,
+  quotaMinute: (minute: number) => `M#${minute}`,
   /** gsi1: workflows of a tenant; sessions of a workflow. */
   workflowList: (tenant: string) => `T#${tenant}#WF`,
   sessionList: (tenant: string, workflowId: string) => `T#${tenant}#W#${workflowId}#S`,

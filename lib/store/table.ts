@@ -9,6 +9,8 @@
  *                                                   the session head (last)
  *                               B#<sha256>[#<i>]    content-addressed blobs of the session
  *   T#<tenant>#I#<key>          I                   idempotency record
+ *   T#<tenant>#Q#<scope>        D#<day>             quota usage of a tenant shard, end user or key (TTL)
+ *   T#<tenant>#QR#<scope>       M#<minute>          runs started by a key or client address (TTL)
  *
  * gsi1 lists workflows per tenant and sessions per workflow without reading their state; the
  * sparse `timers` index holds the heads of runs whose form timer is armed, by due time.

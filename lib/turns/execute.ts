@@ -20,6 +20,9 @@
  *   items the turn writes anyway — the claim and the record; a first turn's run id is derived
  *   from them. A retry finds its answer in the turn its `turn_number` names (one extra read, on
  *   the retry path only). A continuing turn sent without `turn_number` keeps a key record.
+ * - Quotas (quotas.ts, only when configured): the turn's counters are read beside its load and
+ *   judged once the turn is known not to be a replay, before anything is claimed; a committed
+ *   turn adds itself and its tokens after the commit.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -45,6 +48,7 @@ import {
   commitTurn,
   createSession,
   type LoadedSession,
+  getHead,
   loadSession,
   releaseClaim,
   type SessionHead,
@@ -54,6 +58,7 @@ import { type FileAccess, resolveFileInputs } from './files';
 import { derivedRunId, fingerprintOf, keyedTurn, keyHashOf, normalizedRequest, resolveKey } from './turn-keys';
 import { buildResponse, type TurnResponse } from './response';
 import type { Actor } from './actors';
+import { checkTurnQuota, countTurn, type QuotaSettings, RateLimitedError, runQuotaApplies, takeRunQuota } from './quotas';
 
 export const DEFAULT_LEASE_MS = 60_000;
 export const DEFAULT_SESSION_TTL_DAYS = 30;
@@ -77,6 +82,8 @@ export interface TurnEngine {
   listingRefreshMs?: number;
   /** Epoch ms; also the store's clock. @default Date.now */
   clock?: () => number;
+  /** Turn and run-start limits (quotas.ts); absent: none, and no counter is read or written. */
+  quotas?: QuotaSettings;
 }
 
 export interface TurnRequest {
@@ -98,6 +105,8 @@ export interface TurnRequest {
   runUserId?: string | null;
   /** Which uploaded files the caller may name; absent: any of the tenant's. */
   fileAccess?: FileAccess;
+  /** The client's address (HTTP): runs started by an execute key alone are limited per address too. */
+  clientAddress?: string;
   /** Absent: start a new run. */
   runId?: string;
   /** The id a new run gets (32 hex; generated when absent), for callers that must name it early. */
@@ -257,6 +266,9 @@ async function beginTurn(engine: TurnEngine, original: TurnRequest, options: Cla
   const wait = options.waitForSameKey ?? true;
   // file ids in the inputs are resolved on this copy; the caller's request stays as sent
   const request: TurnRequest = { ...original };
+  // the counters are read beside the load; judged only once the turn is known to be no replay
+  const quota = checkTurnQuota(engine, original);
+  let admitted = false;
   const deadline = now(engine) + (engine.idempotencyWaitMs ?? leaseOf(engine));
   for (let pause = 50, attempt = 0; attempt < 200; attempt++, pause = Math.min(pause * 2, 500)) {
     let replacing: string | null = null;
@@ -307,6 +319,10 @@ async function beginTurn(engine: TurnEngine, original: TurnRequest, options: Cla
       if (await requestCancel(engine.store, prepared.head, running.token)) throw new StopAccepted(prepared.head.id, running.turn);
       continue; // the turn ended meanwhile: look again
     }
+    if (!admitted) {
+      admitted = true;
+      await admit(engine, request, runId === undefined, derived, quota);
+    }
     if (keyRecord) {
       const recorded = await putIdempotency(engine.store, request.tenant, {
         key: keyHash as string,
@@ -324,6 +340,27 @@ async function beginTurn(engine: TurnEngine, original: TurnRequest, options: Cla
     return started;
   }
   throw new TurnInProgressError(0, 'running');
+}
+
+/**
+ * The turn's quotas, once it is known not to be a replay: its budgets, then (a new run) a run
+ * start. A keyed first turn refused while its run exists already is a retry: it gets the replay.
+ */
+async function admit(engine: TurnEngine, request: TurnRequest, first: boolean, derived: string | undefined, quota: Promise<void> | null): Promise<void> {
+  try {
+    await quota;
+    if (first && runQuotaApplies(engine, request)) await takeRunQuota(engine, request);
+  } catch (error) {
+    if (error instanceof RateLimitedError && derived && (await runExists(engine, request.tenant, derived))) throw new RunExistsError(derived);
+    throw error;
+  }
+}
+
+async function runExists(engine: TurnEngine, tenant: string, id: string): Promise<boolean> {
+  return getHead(engine.store, tenant, id).then(() => true, (error: unknown) => {
+    if (error instanceof NotFoundError) return false;
+    throw error;
+  });
 }
 
 /**
@@ -352,12 +389,16 @@ async function takeClaim(engine: TurnEngine, started: Started, leaseMs: number, 
   return started.claim;
 }
 
-/** Creates a run without a turn (RAGFlow's create_session): turn 0, `not_started`. */
+/**
+ * Creates a run without a turn (RAGFlow's create_session): turn 0, `not_started`. Started by an
+ * execute key alone, it takes a run start (quotas.ts) like a first turn.
+ */
 export async function createRun(
   engine: TurnEngine,
-  args: { tenant: string; workflowId: string; version?: number; userId?: string | null },
+  args: { tenant: string; workflowId: string; version?: number; userId?: string | null; actor?: Actor; clientAddress?: string },
 ): Promise<{ head: SessionHead; prologue: string }> {
   const { workflow, version } = await resolveWorkflow(engine, args.tenant, args.workflowId, args.version);
+  if (runQuotaApplies(engine, args)) await takeRunQuota(engine, args);
   const id = newRunId();
   const canvas = Canvas.create(workflow, canvasOptions(engine, id, args.tenant));
   const head = await createSession(engine.store, {
@@ -526,6 +567,8 @@ export async function commitCanvas(
     storedBlobs: extra.storedBlobs ?? prepared.loaded?.storedBlobs ?? new Set(),
     ...(extra.lease ? { lease: extra.lease } : {}),
   });
+  // after the commit: a turn that crosses a token budget completes (quotas.ts)
+  await countTurn(engine, request, response.usage.total_tokens);
   return { body, response, replayed: false };
 }
 

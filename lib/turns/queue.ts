@@ -5,7 +5,8 @@
  *    callback_url?, claim?: {token, turn}, actor?: {kind, id, key_id?}}
  *
  * Resumes must carry `turn_number`; `claim` marks an async turn already claimed by the HTTP
- * request that queued it. Every turn run here is an async turn (async-turn.ts): checkpointed
+ * request that queued it (its quotas were judged there; `actor` is who sent it, so that the
+ * worker counts the turn's tokens against them). Every turn run here is an async turn (async-turn.ts): checkpointed
  * between batches, resumable by another worker. Outcomes: done (the callback is told),
  * continued (suspended before the invocation ends and queued again, claim included), retry
  * (another worker holds the turn, or a transient failure: the message comes back later,
@@ -26,6 +27,7 @@ import { webhookSecret } from '../store/tenants';
 import { type AsyncTurnOptions, type AsyncTurnOutcome, DEFAULT_HOLD_MS, runAsyncTurn, type WorkerProgress } from './async-turn';
 import { ACTOR_KINDS } from './actors';
 import { claimNextTurn, type TurnEngine, type TurnRequest } from './execute';
+import { RateLimitedError } from './quotas';
 
 export const QueueMessage = z
   .object({
@@ -147,7 +149,8 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
     if (message.callback_url) await notify(deps, message, r.status === 'waiting_for_input' ? 'turn.paused' : `turn.${r.status}`, r);
     return report(deps, message, { kind: 'done', runId: r.run_id, turn: r.turn_number, status: r.status, ...worked(outcome.progress) });
   } catch (error) {
-    if (error instanceof TurnInProgressError || error instanceof TransientError) {
+    // a spent budget (of a message queued without a claim) ends: the message comes back later
+    if (error instanceof TurnInProgressError || error instanceof TransientError || error instanceof RateLimitedError) {
       return report(deps, message, { kind: 'retry', reason: error.message });
     }
     if (error instanceof LeaseLostError) return report(deps, message, { kind: 'superseded', reason: error.message });

@@ -9,6 +9,7 @@ import { TurnConflictError, TurnInProgressError } from '../store/errors';
 import { listDueRuns } from '../store/session-listing';
 import { getHead } from '../store/sessions';
 import { executeTurn, type TurnEngine, type TurnResult } from './execute';
+import { RateLimitedError } from './quotas';
 
 /** Fires the run's armed timer now (`onlyIfDue`: only if its time has come). */
 export async function fireTimer(engine: TurnEngine, tenant: string, runId: string, options: { onlyIfDue?: boolean } = {}): Promise<TurnResult> {
@@ -22,7 +23,7 @@ export async function fireTimer(engine: TurnEngine, tenant: string, runId: strin
 
 export interface PumpReport {
   fired: number;
-  /** Answered or advanced by someone else first: nothing to do. */
+  /** Answered or advanced by someone else first: nothing to do; or the tenant's budget is spent (fired at a later pump). */
   skipped: number;
   failed: number;
 }
@@ -36,7 +37,7 @@ export async function pumpDueTimers(engine: TurnEngine, limit = 100, log?: (mess
       await fireTimer(engine, run.tenant, run.id, { onlyIfDue: true });
       report.fired++;
     } catch (error) {
-      if (error instanceof TurnConflictError || error instanceof TurnInProgressError || error instanceof NotWaitingForInputError) {
+      if (error instanceof TurnConflictError || error instanceof TurnInProgressError || error instanceof NotWaitingForInputError || error instanceof RateLimitedError) {
         report.skipped++;
       } else {
         report.failed++;

@@ -22,6 +22,10 @@ const KEYS = [
   'init_ratio_vs_floor_max',
   'throughput_ratio',
   'usd_per_million_turns',
+  'quota_extra_round_trips_per_turn',
+  'quota_extra_wru_per_turn',
+  'quota_extra_rru_per_turn',
+  'usd_per_million_turns_with_quotas',
 ];
 
 describe('npm run bench -- --quick', () => {

@@ -22,7 +22,7 @@ import {
   type Workflow,
 } from '../../store/workflows';
 import { compiledVersion, createRun } from '../../turns/execute';
-import { mayReachRun, newRunUser, runListing } from '../access';
+import { actorOf, mayReachRun, newRunUser, runListing } from '../access';
 import type { AppDeps } from '../app';
 import type { Principal } from '../auth';
 import { WORKFLOW_ID } from '../schemas';
@@ -221,7 +221,8 @@ export function registerAgentRoutes(app: Hono<RagflowEnv>, deps: AppDeps): void 
     await ownAgent(c, id, new RagflowError(RAGFLOW.data, 'You cannot access the agent.'));
     const req = await jsonBody(c);
     const sent = typeof req.user_id === 'string' ? req.user_id : c.req.query('user_id');
-    const { head } = await createRun(engine, { tenant: principal.tenant, workflowId: id, userId: newRunUser(principal, sent) });
+    const clientAddress = deps.clientAddress?.(c);
+    const { head } = await createRun(engine, { tenant: principal.tenant, workflowId: id, userId: newRunUser(principal, sent), actor: actorOf(principal), ...(clientAddress ? { clientAddress } : {}) });
     return ok(c, await sessionView(principal.tenant, id, { id: head.id, workflowId: id, version: head.version, status: head.status, turn: 0, userId: head.userId, createdAt: head.createdAt, updatedAt: head.updatedAt }, true));
   }));
 

@@ -77,6 +77,7 @@ async function conversation(c: Context<RagflowEnv>, deps: AppDeps, agentId: stri
     runInput.files = await resolveFileList(deps.engine, principal.tenant, fields.files, keepUntil, { runId: sessionId, ...(files ? { access: files } : {}) });
   }
   const authorize = fields.sessionId ? runAuthorizer(principal) : undefined;
+  const clientAddress = deps.clientAddress?.(c);
   return {
     agentId,
     sessionId,
@@ -89,6 +90,7 @@ async function conversation(c: Context<RagflowEnv>, deps: AppDeps, agentId: stri
       ...(authorize ? { authorize } : {}),
       ...(files ? { fileAccess: files } : {}),
       ...(fields.sessionId ? { runId: fields.sessionId } : { newRunId: sessionId, runUserId: newRunUser(principal, runInput.user_id) }),
+      ...(clientAddress ? { clientAddress } : {}),
       runInput,
     },
   };

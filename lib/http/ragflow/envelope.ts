@@ -6,7 +6,7 @@
 import type { Context } from 'hono';
 import { isRecord } from '../../canvas/references';
 import { EaselError, type ErrorCode } from '../../errors';
-import { errorResponse } from '../errors';
+import { errorResponse, retryAfterHeader } from '../errors';
 
 export const RAGFLOW = { ok: 0, exception: 100, argument: 101, data: 102, operation: 103, auth: 109 } as const;
 
@@ -78,7 +78,8 @@ export function failure(c: Context, code: number, message: string, data?: unknow
 /**
  * The RAGFlow code and message for any error thrown while serving a RAGFlow route. An
  * EaselError keeps its message (RAGFlow shows its exceptions' text too); anything else is
- * `internal error`, without details.
+ * `internal error`, without details. A spent quota is code 103 with its message, answered with
+ * a `Retry-After` header (`ragflowHeaders`).
  */
 export function toRagflow(error: unknown): { code: number; message: string; data?: unknown } {
   if (error instanceof RagflowError) return { code: error.code, message: error.message, ...(error.data !== undefined ? { data: error.data } : {}) };
@@ -94,7 +95,12 @@ export function toRagflow(error: unknown): { code: number; message: string; data
   };
 }
 
-/** Runs a handler, answering any error in RAGFlow's envelope. */
+/** The headers an error's envelope is answered with: `Retry-After` for a spent quota. */
+export function ragflowHeaders(error: unknown): Record<string, string> {
+  return retryAfterHeader(error) ?? {};
+}
+
+/** Runs a handler, answering any error in RAGFlow's envelope (HTTP 200, as RAGFlow does). */
 export function guarded(handler: (c: Context) => Promise<Response>, onUnknown?: (error: unknown) => void) {
   return async (c: Context): Promise<Response> => {
     try {
@@ -102,7 +108,7 @@ export function guarded(handler: (c: Context) => Promise<Response>, onUnknown?: 
     } catch (error) {
       const mapped = toRagflow(error);
       if (mapped.code === RAGFLOW.exception && !(error instanceof EaselError)) onUnknown?.(error);
-      return c.json(mapped);
+      return c.json(mapped, 200, ragflowHeaders(error));
     }
   };
 }

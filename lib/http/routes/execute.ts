@@ -40,6 +40,7 @@ export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimit
         404: errorJson('no such workflow or run'),
         409: errorJson('turn_conflict, turn_in_progress, run_finished or not_waiting_for_input'),
         422: errorJson('invalid_inputs or idempotency_mismatch'),
+        429: errorJson('rate_limited: a quota is spent (`limit` names it); retry after `Retry-After` seconds'),
         503: errorJson('unavailable: nothing was committed, retry with the same Idempotency-Key'),
       },
     }),
@@ -56,11 +57,13 @@ export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimit
       // a first turn's run is the caller's own (a keyed retry finds it by its key, a bearer secret)
       const authorize = body.run_id ? runAuthorizer(principal) : undefined;
       const files = fileAccess(principal, deps.access);
+      const clientAddress = deps.clientAddress?.(c);
       const request: TurnRequest = {
         tenant: principal.tenant,
         workflowId: id,
         principal: idempotencyPrincipal(principal),
         actor: actorOf(principal),
+        ...(clientAddress ? { clientAddress } : {}),
         ...(authorize ? { authorize } : {}),
         ...(files ? { fileAccess: files } : {}),
         ...(body.run_id ? { runId: body.run_id } : { runUserId: newRunUser(principal, runInput.user_id) }),
@@ -113,6 +116,7 @@ async function asyncTurn(deps: AppDeps, request: TurnRequest, callbackUrl: strin
         run_input: queueInput(request),
         ...(request.idempotencyKey ? { idempotency_key: request.idempotencyKey } : {}),
         ...(callbackUrl ? { callback_url: callbackUrl } : {}),
+        ...(request.actor ? { actor: request.actor } : {}),
         claim: { token: begun.claim.token, turn: begun.claim.turn },
         ...(request.actor ? { actor: request.actor } : {}),
       });
