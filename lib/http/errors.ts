@@ -23,6 +23,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   run_finished: 409,
   turn_in_progress: 409,
   not_waiting_for_input: 409,
+  no_timer_armed: 409,
   payload_too_large: 413,
   invalid_inputs: 422,
   idempotency_mismatch: 422,
