@@ -4,11 +4,12 @@
  * firing, a stop (a stop turn, and a stop reaching an async turn through its cancel flag). Each
  * round forces one interleaving with the turn hooks — the deletion completes before the commit,
  * or mid-turn (after the claim, after a checkpoint, after the first event), or is started there
- * or at the commit without waiting for it, or both are started at once. Afterwards the table is scanned:
- * no item of a deleted run is left without a TTL, and the cleanup that runs when the head's TTL
+ * or at the commit without waiting for it, or both are started at once. Afterwards each run's
+ * partition, then a scan of the table, holds no item of a deleted run without a TTL (only the
+ * marked head and the tombstone, for a day), and the cleanup that runs when a head's TTL
  * passes leaves nothing at all. No clock is waited on.
  */
-import { DeleteCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cascadeRemovedHeads } from '../../lib/store/cleanup';
 import { decodeParts } from '../../lib/store/codec';
@@ -22,10 +23,8 @@ import { fixture } from '../helpers/canvas';
 import { graph } from '../helpers/dsl-builder';
 import { testTable } from '../helpers/dynamo';
 import { newTenant, newWorkflow, testEngine } from '../helpers/engine';
+import { serveApp } from '../helpers/http';
 import { OpenAiServer } from '../llm/openai-server';
-
-/** Rounds per kind of commit (EASEL_DELETE_RACES overrides). */
-const ROUNDS = Number(process.env.EASEL_DELETE_RACES ?? 50);
 
 const timed = graph({
   begin: ['Begin', { mode: 'conversational' }, ['UserFillUp:Confirm']],
@@ -38,16 +37,15 @@ const timed = graph({
   'Message:TooLate': ['Message', { content: ['No answer in time'] }],
 });
 
+/** Races per kind of commit. */
+const ROUNDS = 50;
+/** A kind's 50 races take a few seconds; a loaded machine may make that many more. */
+const RACE_TIMEOUT_MS = 120_000;
+
+/** One tenant for every race: the scan at the end filters on it. */
+const tenant = newTenant();
 let model: OpenAiServer;
 let engine: TurnEngine;
-beforeAll(async () => {
-  model = await OpenAiServer.start();
-  model.respond = (body) => ({ kind: 'text', text: `about ${body.messages.at(-1)?.content}` });
-  engine = testEngine({ openaiUrl: model.url });
-});
-afterAll(async () => {
-  await model.close();
-});
 
 /**
  * Where the deletion meets the turn: completed before the commit, or mid-turn (after the claim,
@@ -102,8 +100,12 @@ function outcomeOf(settled: PromiseSettledResult<unknown>): Outcome {
   throw settled.reason;
 }
 
-/** Every item of the tenant's runs, from a scan of the table, turn records decoded. */
-async function itemsOfRuns(tenant: string): Promise<Record<string, unknown>[]> {
+/** Turn records decoded (their response), for a readable failure. */
+const decoded = (items: Record<string, unknown>[]) =>
+  items.map((i) => (i.p instanceof Uint8Array ? { ...i, p: undefined, response: decodeParts(i.p, ['r'], new Map()).r } : i));
+
+/** Every item of the tenant's runs, from a scan of the table. */
+async function scanRuns(tenant: string): Promise<Record<string, unknown>[]> {
   const { doc, tableName } = testTable();
   const items: Record<string, unknown>[] = [];
   let start: Record<string, unknown> | undefined;
@@ -118,47 +120,38 @@ async function itemsOfRuns(tenant: string): Promise<Record<string, unknown>[]> {
     items.push(...(page.Items ?? []));
     start = page.LastEvaluatedKey;
   } while (start);
-  return items.map((i) => (i.p instanceof Uint8Array ? { ...i, p: undefined, response: decodeParts(i.p, ['r'], new Map()).r } : i));
+  return decoded(items);
 }
 
-/**
- * What the deleted runs left: only the marked head and the tombstone, each with a TTL of a
- * day; once the head is removed (as DynamoDB's TTL will), the cleanup takes the rest.
- */
-async function expectNothingImmortal(tenant: string, runIds: string[]): Promise<string> {
+/** Every item of one run's partition. */
+async function itemsOfRun(tenant: string, runId: string): Promise<Record<string, unknown>[]> {
+  const { doc, tableName } = testTable();
+  const { Items = [] } = await doc.send(new QueryCommand({ TableName: tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': keys.session(tenant, runId) }, ConsistentRead: true }));
+  return decoded(Items);
+}
+
+/** A deleted run leaves only its marked head and the tombstone in its next slot, each with a TTL of a day. */
+function expectOnlyWhatExpires(items: Record<string, unknown>[]): void {
   const nowSec = Math.floor(Date.now() / 1000);
-  const left = await itemsOfRuns(tenant);
-  const immortal = left.filter((i) => typeof i.ttl !== 'number');
-  expect(immortal, 'items of deleted runs without a TTL').toEqual([]);
-  for (const item of left) {
+  expect(items.filter((i) => typeof i.ttl !== 'number'), 'items of deleted runs without a TTL').toEqual([]);
+  for (const item of items) {
     if (item.sk === SESSION_HEAD_SK) expect(item.deleted_at, JSON.stringify(item)).toEqual(expect.any(Number));
     else expect(item.kind, JSON.stringify(item)).toBe('tombstone');
     expect(item.ttl as number).toBeLessThanOrEqual(nowSec + DELETED_SESSION_TTL_SECONDS);
   }
-  const life = Math.max(...left.map((i) => (i.ttl as number) - nowSec));
-  // the head's TTL passes: DynamoDB removes it, the stream hands its key to the cleanup
-  const { doc, tableName } = testTable();
-  const removed = [];
-  for (const runId of runIds) {
-    const pk = keys.session(tenant, runId);
-    await doc.send(new DeleteCommand({ TableName: tableName, Key: { pk, sk: SESSION_HEAD_SK } }));
-    removed.push({ id: runId, pk, sk: SESSION_HEAD_SK });
-  }
-  const cleanup = await cascadeRemovedHeads(engine.store, removed);
-  expect(cleanup.failed).toEqual([]);
-  expect(await itemsOfRuns(tenant)).toEqual([]);
-  return `${left.length} items left (marked heads and tombstones, TTL in ${life} s), ${cleanup.deleted} removed by the cleanup`;
 }
 
-/** Runs `ROUNDS` races of one kind of turn, cycling through the timings. */
-async function races(label: string, setup: (tenant: string) => Promise<(round: number) => Promise<{ runId: string; turn: TurnUnderTest }>>) {
-  const tenant = newTenant();
-  const next = await setup(tenant);
+/** The runs every kind of race deleted, in the suite's tenant. */
+const deleted: string[] = [];
+
+/** Runs `rounds` races of one kind of turn, cycling through the timings. */
+async function races(tenant: string, rounds: number, label: string, setup: () => Promise<(round: number) => Promise<{ runId: string; turn: TurnUnderTest }>>) {
+  const next = await setup();
   const counts: Record<string, number> = {};
   const runIds: string[] = [];
   // each round is a run of its own: a few at a time, one per timing
-  for (let from = 0; from < ROUNDS; from += TIMINGS.length) {
-    await Promise.all(Array.from({ length: Math.min(TIMINGS.length, ROUNDS - from) }, async (_, k) => {
+  for (let from = 0; from < rounds; from += TIMINGS.length) {
+    await Promise.all(Array.from({ length: Math.min(TIMINGS.length, rounds - from) }, async (_, k) => {
       const round = from + k;
       const timing = TIMINGS[round % TIMINGS.length] as Timing;
       const { runId, turn } = await next(round);
@@ -167,30 +160,41 @@ async function races(label: string, setup: (tenant: string) => Promise<(round: n
       counts[`${timing} ${outcome}`] = (counts[`${timing} ${outcome}`] ?? 0) + 1;
     }));
   }
-  const left = await expectNothingImmortal(tenant, runIds);
-  console.log(`${label}, ${ROUNDS} races: ${JSON.stringify(counts)}; ${left}`);
+  const left = (await Promise.all(runIds.map((runId) => itemsOfRun(tenant, runId)))).flat();
+  expectOnlyWhatExpires(left);
+  deleted.push(...runIds);
+  console.log(`${label}, ${rounds} races: ${JSON.stringify(counts)}; ${left.length} items left (marked heads and tombstones)`);
 }
+
+beforeAll(async () => {
+  model = await OpenAiServer.start();
+  model.respond = (body) => ({ kind: 'text', text: `about ${body.messages.at(-1)?.content}` });
+  engine = testEngine({ openaiUrl: model.url });
+});
+afterAll(async () => {
+  await model.close();
+});
 
 describe('a run deleted while a turn commits', () => {
   it('sync turns: a claimless re-pause, or a form answer claimed for its model call', async () => {
-    await races('sync', async (tenant) => {
+    await races(tenant, ROUNDS, 'sync', async () => {
       const workflowId = await newWorkflow(engine, tenant, fixture('form-then-llm'));
       return async (round) => {
         const runId = (await executeTurn(engine, { tenant, workflowId, runInput: { query: 'story' } })).response.run_id;
-        const model = round % 2 === 1;
+        const withModel = round % 2 === 1;
         return {
           runId,
           turn: {
-            mid: model ? 'afterClaim' : 'afterEvent',
-            run: (hooks) => executeTurn(engine, { tenant, workflowId, runId, turnNumber: 1, runInput: model ? { inputs: { topic: `moon ${round}` } } : { query: `chatter ${round}` }, hooks }),
+            mid: withModel ? 'afterClaim' : 'afterEvent',
+            run: (hooks) => executeTurn(engine, { tenant, workflowId, runId, turnNumber: 1, runInput: withModel ? { inputs: { topic: `moon ${round}` } } : { query: `chatter ${round}` }, hooks }),
           },
         };
       };
     });
-  });
+  }, RACE_TIMEOUT_MS);
 
   it('async turns committed by the worker', async () => {
-    await races('async', async (tenant) => {
+    await races(tenant, ROUNDS, 'async', async () => {
       const workflowId = await newWorkflow(engine, tenant, fixture('form-then-llm'));
       return async (round) => {
         const runId = (await executeTurn(engine, { tenant, workflowId, runInput: { query: 'story' } })).response.run_id;
@@ -209,20 +213,20 @@ describe('a run deleted while a turn commits', () => {
         };
       };
     });
-  });
+  }, RACE_TIMEOUT_MS);
 
   it('timer firings', async () => {
-    await races('timer', async (tenant) => {
+    await races(tenant, ROUNDS, 'timer', async () => {
       const workflowId = await newWorkflow(engine, tenant, timed);
       return async () => {
         const runId = (await executeTurn(engine, { tenant, workflowId, runInput: { query: 'start' } })).response.run_id;
         return { runId, turn: { mid: 'afterEvent', run: (hooks) => fireTimer(engine, tenant, runId, { hooks }) } };
       };
     });
-  });
+  }, RACE_TIMEOUT_MS);
 
   it('stops: a stop turn, and a stop reaching an async turn that the worker then commits as cancelled', async () => {
-    await races('stop', async (tenant) => {
+    await races(tenant, ROUNDS, 'stop', async () => {
       const workflowId = await newWorkflow(engine, tenant, fixture('form-then-llm'));
       return async (round) => {
         const runId = (await executeTurn(engine, { tenant, workflowId, runInput: { query: 'story' } })).response.run_id;
@@ -257,5 +261,53 @@ describe('a run deleted while a turn commits', () => {
         };
       };
     });
+  }, RACE_TIMEOUT_MS);
+
+  it('afterwards, a scan of the table finds no item of a deleted run without a TTL; the cleanup removes the rest when the heads expire', async () => {
+    const nowSec = Math.floor(Date.now() / 1000);
+    const left = await scanRuns(tenant);
+    expectOnlyWhatExpires(left);
+    expect(left.length).toBe(2 * deleted.length);
+    const life = Math.max(0, ...left.map((i) => (i.ttl as number) - nowSec));
+    // each head's TTL passes: DynamoDB removes it, and the stream hands its key to the cleanup
+    const { doc, tableName } = testTable();
+    const removed = deleted.map((runId) => ({ id: runId, pk: keys.session(tenant, runId), sk: SESSION_HEAD_SK }));
+    await Promise.all(removed.map((r) => doc.send(new DeleteCommand({ TableName: tableName, Key: { pk: r.pk, sk: r.sk } }))));
+    const cleanup = await cascadeRemovedHeads(engine.store, removed);
+    expect(cleanup.failed).toEqual([]);
+    expect((await Promise.all(deleted.map((runId) => itemsOfRun(tenant, runId)))).flat()).toEqual([]);
+    console.log(`${deleted.length} deleted runs: ${left.length} items left, all with a TTL (at most ${life} s away); the cleanup removed ${cleanup.deleted} more once the heads were gone`);
+  }, RACE_TIMEOUT_MS);
+
+  it('over HTTP: a turn whose run is deleted while its model call runs answers 404, and leaves only what expires', async () => {
+    const served = await serveApp(engine);
+    const respond = model.respond;
+    try {
+      const workflowId = (await served.call('POST', '/workflows/v1/workflows', { body: { name: 'story', dsl: fixture('form-then-llm') } })).json.id as string;
+      const path = `/workflows/v1/workflows/${workflowId}/execute`;
+      const runId = (await served.call('POST', path, { body: { run_input: { query: 'story' } } })).json.run_id as string;
+      // the model call is held open (no clock) until the run is deleted
+      let reached!: () => void;
+      const atModel = new Promise<void>((resolve) => (reached = resolve));
+      let release!: () => void;
+      const deleted = new Promise<void>((resolve) => (release = resolve));
+      model.respond = () => {
+        reached();
+        return { kind: 'text', text: 'too late', until: deleted };
+      };
+      const turn = served.call('POST', path, { body: { run_id: runId, turn_number: 1, run_input: { inputs: { topic: 'moon' } } } });
+      await atModel;
+      expect((await served.call('DELETE', `/workflows/v1/workflow-runs/${runId}`)).status).toBe(204);
+      release();
+      const answer = await turn;
+      expect([answer.status, answer.json.code], answer.text).toEqual([404, 'not_found']);
+      expect((await served.call('GET', `/workflows/v1/workflow-runs/${runId}`)).status).toBe(404);
+      expect((await served.call('GET', `/workflows/v1/workflow-runs/${runId}/turns/2`)).status).toBe(404);
+      const left = await itemsOfRun(served.tenant, runId);
+      expect(left.map((i) => [i.sk, i.kind, typeof i.ttl])).toEqual([[keys.turn(2), 'tombstone', 'number'], [SESSION_HEAD_SK, 'session', 'number']]);
+    } finally {
+      model.respond = respond;
+      await served.close();
+    }
   });
 });
