@@ -16,6 +16,7 @@ export function appDeps(runtime: Runtime): AppDeps {
   const { config, logger } = runtime;
   return {
     engine: runtime.engine,
+    guard: runtime.guard,
     asyncLeaseMs: config.queue.asyncLeaseMs,
     ...(runtime.enqueue ? { enqueue: runtime.enqueue } : {}),
     auth: createAuthenticator(runtime.store, { cacheMs: config.http.authCacheMs }),

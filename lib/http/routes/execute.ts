@@ -6,6 +6,7 @@
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import type { CanvasEvent } from '../../canvas';
+import { SsrfGuard, urlRefusal } from '../../outbound/ssrf';
 import { releaseClaim } from '../../store/sessions';
 import { claimNextTurn, executeTurn, type TurnRequest, type TurnResult } from '../../turns/execute';
 import type { QueueMessage } from '../../turns/queue';
@@ -18,6 +19,7 @@ import { feedStream, frame, SSE_HEADERS, startStreamedTurn } from '../sse';
 const errorJson = (description: string) => ({ description, content: { 'application/json': { schema: ErrorSchema } } });
 
 export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimits): void {
+  const guard = deps.guard ?? new SsrfGuard();
   app.openapi(
     createRoute({
       method: 'post',
@@ -62,6 +64,8 @@ export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimit
         ...(idempotencyKey ? { idempotencyKey } : {}),
       };
       checkFieldSizes(body.run_input, deps.maxFieldBytes ?? 64 * 1024);
+      // a callback the worker could never call is refused now, before anything starts
+      if (body.callback_url !== undefined) await checkCallbackUrl(guard, body.callback_url);
       if (/respond-async/i.test(c.req.header('prefer') ?? '')) {
         return asyncTurn(deps, request, body.callback_url, limits);
       }
@@ -148,6 +152,12 @@ function requireBearerStrength(key: string): void {
       { field: 'Idempotency-Key' },
     );
   }
+}
+
+/** 400 `invalid_request` naming `callback_url` when the SSRF guard refuses it. */
+async function checkCallbackUrl(guard: SsrfGuard, url: string): Promise<void> {
+  const refusal = await urlRefusal(guard, url);
+  if (refusal) throw new HttpError('invalid_request', `callback_url: ${refusal}`, { field: 'callback_url' });
 }
 
 /** No single form value or query may be larger than `max` bytes. */
