@@ -1,7 +1,8 @@
 /**
  * What the native API refuses at the door: a callback URL the worker could never call (not
- * http(s), or refused by the SSRF guard) before anything starts; and a timer fired on a run
- * with none armed, answered with a code of its own and the run's real status.
+ * http(s), or refused by the SSRF guard) before anything starts, an execute key for workflows
+ * the tenant does not have; and a timer fired on a run with none armed, answered with a code of
+ * its own and the run's real status.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
@@ -77,5 +78,33 @@ describe('pump-companions on a run with no timer armed', () => {
     expect(pumped.json).toEqual({ code: 'no_timer_armed', error: 'the run is waiting_for_input with no form timer armed', status: 'waiting_for_input' });
     // nothing was committed
     expect((await api.call('GET', `/workflows/v1/workflow-runs/${t1.json.run_id}`)).json).toMatchObject({ turn_number: 1, status: 'waiting_for_input' });
+  });
+});
+
+describe('key creation', () => {
+  it('refuses workflow ids the tenant does not have: another tenant’s, deleted, or none at all', async () => {
+    const own = await newWorkflow();
+    const gone = await newWorkflow();
+    expect((await api.call('DELETE', `/workflows/v1/workflows/${gone}`)).status).toBe(204);
+    const other = await serveApp(api.engine);
+    try {
+      const theirs = (await other.call('POST', '/workflows/v1/workflows', { body: { name: 'theirs', dsl: hello } })).json.id as string;
+      const res = await api.call('POST', '/workflows/v1/keys', { body: { name: 'embed', scope: 'execute', workflow_ids: [own, theirs, 'nope', gone, theirs] } });
+      expect(res.status, res.text).toBe(400);
+      expect(res.json).toEqual({
+        code: 'invalid_request',
+        error: `workflow_ids: this tenant has no workflow ${theirs}, nope, ${gone}`,
+        field: 'workflow_ids',
+        unknown_workflow_ids: [theirs, 'nope', gone],
+      });
+      // the other tenant's own key may name it
+      expect((await other.call('POST', '/workflows/v1/keys', { body: { name: 'embed', scope: 'execute', workflow_ids: [theirs] } })).status).toBe(201);
+    } finally {
+      await other.close();
+    }
+    const ok = await api.call('POST', '/workflows/v1/keys', { body: { name: 'embed', scope: 'execute', workflow_ids: [own] } });
+    expect(ok.status, ok.text).toBe(201);
+    expect(ok.json).toMatchObject({ scope: 'execute', workflow_ids: [own] });
+    expect((await api.call('GET', `/workflows/v1/workflows/${own}`, { key: ok.json.key })).status).toBe(200);
   });
 });
