@@ -1,8 +1,8 @@
 /**
  * What the native API refuses at the door: a callback URL the worker could never call (not
  * http(s), or refused by the SSRF guard) before anything starts, an execute key for workflows
- * the tenant does not have; and a timer fired on a run with none armed, answered with a code of
- * its own and the run's real status.
+ * the tenant does not have; a timer fired on a run with none armed, answered with a code of its
+ * own and the run's real status; a queue failure answered without the queue's own words.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
@@ -78,6 +78,32 @@ describe('pump-companions on a run with no timer armed', () => {
     expect(pumped.json).toEqual({ code: 'no_timer_armed', error: 'the run is waiting_for_input with no form timer armed', status: 'waiting_for_input' });
     // nothing was committed
     expect((await api.call('GET', `/workflows/v1/workflow-runs/${t1.json.run_id}`)).json).toMatchObject({ turn_number: 1, status: 'waiting_for_input' });
+  });
+});
+
+describe('a queue that refuses an async turn', () => {
+  it('answers 503 without what the queue said (it is logged), and gives the claim back', async () => {
+    const logged: string[] = [];
+    const failing = await serveApp(testEngine(), {
+      enqueue: async () => {
+        throw new Error('AccessDenied: arn:aws:sqs:eu-west-1:123456789012:TurnQueue');
+      },
+      logger: { info() {}, error: (message, fields) => void logged.push(`${message} ${JSON.stringify(fields)}`) },
+    });
+    try {
+      const workflowId = (await failing.call('POST', '/workflows/v1/workflows', { body: { name: 'wf', dsl: form } })).json.id as string;
+      const path = `/workflows/v1/workflows/${workflowId}/execute`;
+      const runId = (await failing.call('POST', path, { body: { run_input: { query: 'x' } } })).json.run_id as string;
+      const res = await failing.call('POST', path, { body: { run_id: runId, run_input: { inputs: { name: 'Ada' } } }, headers: { prefer: 'respond-async' } });
+      expect(res.status).toBe(503);
+      expect(res.json).toEqual({ code: 'unavailable', error: 'the turn could not be queued; nothing was started' });
+      expect(logged.join('\n')).toContain('AccessDenied');
+      // the turn is free again at once
+      const sync = await failing.call('POST', path, { body: { run_id: runId, run_input: { inputs: { name: 'Ada' } } } });
+      expect(sync.json).toMatchObject({ status: 'completed', turn_number: 2 });
+    } finally {
+      await failing.close();
+    }
   });
 });
 

@@ -105,7 +105,9 @@ async function asyncTurn(deps: AppDeps, request: TurnRequest, callbackUrl: strin
       });
     } catch (error) {
       await releaseClaim(deps.engine.store, head, begun.claim).catch(() => undefined);
-      throw new HttpError('unavailable', 'the turn could not be queued; nothing was started', { cause: String(error) });
+      // what the queue said is for the logs: it may name infrastructure
+      deps.logger?.error('the turn could not be queued', { error: error instanceof Error ? error.message : String(error) });
+      throw new HttpError('unavailable', 'the turn could not be queued; nothing was started');
     }
   }
   return new Response(JSON.stringify({ run_id: inFlight.runId, turn_number: inFlight.turn, status: 'running' }), {
