@@ -24,6 +24,7 @@ import { NotFoundError, RunExistsError } from './errors';
 import { keys, SESSION_HEAD_SK, TURN_PREFIX, turnFromSk } from './item-keys';
 import {
   CLAIM_KIND,
+  checkNotExpired,
   checkRead,
   type Claim,
   claimSlot,
@@ -303,9 +304,10 @@ export interface CommitResult {
 export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitResult> {
   const pk = keys.session(c.head.tenant, c.head.id);
   const at = now(ctx);
-  // an empty slot lets a claimless commit through: it must rest on a read that a deletion's
-  // tombstone outlives (checked before anything, blobs included, is written)
-  if (c.claim === null && !c.create) checkRead(c.head, at);
+  // checked before anything, blobs included, is written: no commit into a session that expired
+  // since it was read; and an empty slot lets a claimless commit through, so it must rest on a
+  // read that a deletion's tombstone outlives
+  if (!c.create) (c.claim === null ? checkRead : checkNotExpired)(c.head, at);
   const withCalls = c.payload.calls && (c.payload.calls.records.length > 0 || c.payload.calls.dropped > 0);
   // one compression stream for the whole turn (its parts share most of their words); each
   // part's long strings go to blobs of its own, so a reader fetches only the blobs it needs

@@ -97,14 +97,22 @@ export interface SeenSession {
 }
 
 /**
+ * Before a commit: the session must not have expired since it was read — readers see it gone
+ * already, and its cleanup may have run, so the record (and its blobs) would stay with no head.
+ * NotFoundError.
+ */
+export function checkNotExpired(seen: SeenSession, at: number): void {
+  if (seen.expiresAt !== undefined && seen.expiresAt > 0 && seen.expiresAt <= Math.floor(at / 1000)) throw new NotFoundError('run');
+}
+
+/**
  * Before a write into a free slot (a claim, a claimless commit), which an empty slot lets
- * through: the session must not have expired since it was read (its cleanup may have run, and
- * the write would leave an item with no head), and the read must be recent (a deletion's
- * tombstone outlives only so long). NotFoundError, or StoreUnavailableError (nothing was
- * written; a retry reads the run again).
+ * through: the session must not have expired since it was read (`checkNotExpired`), and the
+ * read must be recent (a deletion's tombstone outlives only so long). NotFoundError, or
+ * StoreUnavailableError (nothing was written; a retry reads the run again).
  */
 export function checkRead(seen: SeenSession, at: number): void {
-  if (seen.expiresAt !== undefined && seen.expiresAt > 0 && seen.expiresAt <= Math.floor(at / 1000)) throw new NotFoundError('run');
+  checkNotExpired(seen, at);
   if (seen.readAt !== undefined && at - seen.readAt > MAX_SLOT_READ_AGE_MS) {
     throw new StoreUnavailableError('the run was read too long ago for this turn to commit; nothing was committed');
   }

@@ -82,7 +82,7 @@ describe('session deletion and expiry', () => {
     await expect(deleteSession(engine.store, tenant, newRunId())).rejects.toBeInstanceOf(NotFoundError);
   });
 
-  it('refuses a claimless commit resting on a read older than an hour, or on a session that expired since', async () => {
+  it('refuses a commit into a session that expired since it was read, and a claimless one resting on a read over an hour old', async () => {
     const tenant = newTenant();
     let now = Date.now();
     const store = { ...testStore(), now: () => now };
@@ -98,6 +98,12 @@ describe('session deletion and expiry', () => {
     expect(second.response.turn_number).toBe(2);
     await expect(executeTurn(short, { tenant, workflowId, runId, runInput: { inputs: {} }, hooks: late(61_000) })).rejects.toBeInstanceOf(NotFoundError);
     expect(await itemsOf(tenant, runId)).toEqual([keys.turn(1), keys.turn(2), 'T#~']);
+    // a claimed commit too (a streamed turn claims before its first event): what is left is the claim, with its TTL
+    now -= 61_000;
+    await expect(executeTurn(short, { tenant, workflowId, runId, runInput: { inputs: {} }, onEvent: () => undefined, hooks: late(61_000) })).rejects.toBeInstanceOf(NotFoundError);
+    expect(await itemsOf(tenant, runId)).toEqual([keys.turn(1), keys.turn(2), keys.turn(3), 'T#~']);
+    const { Item: claim } = await testTable().doc.send(new GetCommand({ TableName: testTable().tableName, Key: { pk: keys.session(tenant, runId), sk: keys.turn(3) } }));
+    expect(claim).toMatchObject({ kind: 'claim', ttl: expect.any(Number) });
   });
 
   it('ignores an expired session in reads and listings before DynamoDB removes it', async () => {
