@@ -24,6 +24,7 @@ const EXPECTED: Record<ErrorCode, readonly [number, number]> = {
   run_finished: [409, 103],
   turn_in_progress: [409, 103],
   not_waiting_for_input: [409, 103],
+  no_timer_armed: [409, 103],
   idempotency_mismatch: [422, 101],
   payload_too_large: [413, 101],
   rate_limited: [429, 103],

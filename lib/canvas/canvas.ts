@@ -18,7 +18,7 @@ import { EaselError } from '../errors';
 import { type CanvasCore, elapsedInPass, emptyUsage, seconds, type TurnUsage } from './canvas-core';
 import { appendHistory, nodeState, type RunScope } from './context';
 import type { Workflow } from './dsl';
-import { NotWaitingForInputError, RunFinishedError } from './errors';
+import { NoTimerArmedError, NotWaitingForInputError, RunFinishedError } from './errors';
 import { type CanvasEvent, event } from './events';
 import { applySubmission, arrive, fields, formState, mergeValues, normalize } from './form-state';
 import type { FormField } from './forms';
@@ -241,7 +241,7 @@ export class Canvas {
     const hasInputs = request.inputs !== undefined && Object.keys(request.inputs).length > 0;
     if (!resuming && hasInputs && status !== 'not_started') throw new NotWaitingForInputError(status);
     if (request.timeout && (!resuming || state.prompt?.due_at === undefined)) {
-      throw new NotWaitingForInputError(`${status} with no timer armed`);
+      throw new NoTimerArmedError(status);
     }
     const targets = resuming ? (state.prompt?.component_ids ?? []) : [this.workflow.entryId];
     const submission = request.inputs === undefined ? undefined : normalize(this.core, targets, request.inputs);

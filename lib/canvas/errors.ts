@@ -60,6 +60,13 @@ export class NotWaitingForInputError extends EaselError {
   }
 }
 
+/** A timer was to fire on a run with no form timer armed; `status` is the run's status. */
+export class NoTimerArmedError extends EaselError {
+  constructor(readonly status: string) {
+    super('no_timer_armed', `the run is ${status} with no form timer armed`);
+  }
+}
+
 /** The turn request itself is malformed (e.g. a run input that is not an object). */
 export class InvalidRunInputError extends EaselError {
   constructor(

@@ -93,6 +93,8 @@ export function describeRefusal(status: number, body: ApiErrorBody, what?: strin
       return `another turn of this run is still running; try again when it ends (${detail})`;
     case 'not_waiting_for_input':
       return `the run is not waiting for a form${body.status ? ` (${body.status})` : ''}: send a query instead (${detail})`;
+    case 'no_timer_armed':
+      return `the run has no form timer armed${body.status ? ` (${body.status})` : ''} (${detail})`;
     case 'invalid_inputs':
       return `invalid inputs: ${(body.fields ?? []).map((f) => `${f.field} (${f.message})`).join('; ') || body.error}`;
     case 'invalid_dsl':

@@ -10,6 +10,7 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
+import type { SsrfGuard } from '../outbound/ssrf';
 import type { Logger } from '../runtime/telemetry';
 import type { TenantSecrets } from '../secrets/tenant-secrets';
 import { StopAccepted, type TurnEngine } from '../turns/execute';
@@ -61,6 +62,11 @@ export interface AppDeps {
   maxDslNodes?: number;
   /** Uploaded files. @default 4 MiB */
   maxFileBytes?: number;
+  /**
+   * The SSRF guard for URLs tenants give the API to be called later (`callback_url`): the
+   * runtime's, with the operator's allow-list. @default a guard with no allow-list
+   */
+  guard?: SsrfGuard;
   /** Hands an async turn (already claimed) to the worker; absent: `Prefer: respond-async` is refused. */
   enqueue?: (message: QueueMessage) => Promise<void>;
   /** How long an async turn's claim is kept with no worker alive (EASEL_ASYNC_LEASE_MS). @default 20 min */

@@ -23,6 +23,7 @@ export function appDeps(runtime: Runtime): AppDeps {
   const embedSecrets = new EmbedSecrets(runtime.secrets.tenantSecrets, { cacheMs: config.http.authCacheMs });
   return {
     engine: runtime.engine,
+    guard: runtime.guard,
     asyncLeaseMs: config.queue.asyncLeaseMs,
     ...(runtime.enqueue ? { enqueue: runtime.enqueue } : {}),
     auth: createAuthenticator(runtime.store, { cacheMs: config.http.authCacheMs, runTokens: access.runTokens, embedSecrets }),

@@ -24,6 +24,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   run_finished: 409,
   turn_in_progress: 409,
   not_waiting_for_input: 409,
+  no_timer_armed: 409,
   payload_too_large: 413,
   invalid_inputs: 422,
   idempotency_mismatch: 422,
@@ -67,15 +68,17 @@ export class HttpError extends EaselError {
 
 /**
  * The validation hook of every OpenAPIHono app (the main one and sub-apps): a request that
- * does not match its schema is `invalid_request` naming the first field, with all of them in
- * `fields`.
+ * does not match its schema is `invalid_request` naming the first field (`field`, as every
+ * refusal of one field does), with all of them in `fields`.
  */
 export function validationHook(result: { success: boolean; error?: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } }): void {
   if (result.success) return;
   const issues = result.error?.issues ?? [];
   const path = (i: { path: readonly PropertyKey[] }) => i.path.map(String).join('.');
   const issue = issues[0];
-  throw new HttpError('invalid_request', `${(issue && path(issue)) || 'body'}: ${issue?.message ?? 'invalid'}`, {
+  const field = (issue && path(issue)) || 'body';
+  throw new HttpError('invalid_request', `${field}: ${issue?.message ?? 'invalid'}`, {
+    field,
     fields: issues.map((i) => ({ field: path(i), message: i.message })),
   });
 }

@@ -52,7 +52,11 @@ export const ExecuteBody = z
     run_id: RUN_ID.optional(),
     turn_number: z.number().int().min(0).optional(),
     run_input: RunInput.optional(),
-    callback_url: z.string().url().max(2048).optional().openapi({ description: 'Told (a signed POST) when this turn pauses, completes, fails or is cancelled' }),
+    callback_url: z
+      .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+      .max(2048)
+      .optional()
+      .openapi({ description: 'With `Prefer: respond-async`: told (a signed POST) when this turn pauses, completes, fails or is cancelled. An http(s) URL that the SSRF guard lets through, checked when the request comes (else 400 `invalid_request` naming `callback_url`)' }),
   })
   .openapi('ExecuteRequest');
 

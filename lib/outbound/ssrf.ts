@@ -141,6 +141,25 @@ export class SsrfGuard {
 }
 
 /**
+ * Why the guard refuses `url`, or null if it passes. For URLs a tenant hands over to be called
+ * later (a callback, a webhook target): checked when they are given, so a refused one is
+ * answered at once rather than failing when its time comes. The call itself is checked again
+ * (what a name resolves to may have changed by then).
+ *
+ * @example await urlRefusal(guard, 'http://169.254.169.254/') // 'outbound request refused: 169.254.169.254 is a link-local address'
+ */
+export async function urlRefusal(guard: SsrfGuard, url: string): Promise<string | null> {
+  try {
+    await guard.check(url);
+    return null;
+  } catch (error) {
+    if (error instanceof SsrfBlockedError) return error.message;
+    if (error instanceof TypeError) return 'not a valid absolute URL';
+    throw error;
+  }
+}
+
+/**
  * Splits an allow-list setting (`EASEL_SSRF_ALLOW`) on commas and white space, trimming and
  * dropping empty entries.
  *

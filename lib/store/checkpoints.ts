@@ -19,11 +19,12 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { EaselError } from '../errors';
 import { itemSize, readBlobs, writeBlobs } from './blobs';
 import { decode, encode } from './codec';
+import { sweepDeletedSession } from './deletion';
 import { call, capacityParam, ConditionFailed, reportCapacity, type StoreContext } from './dynamo';
 import { LeaseLostError, TurnInProgressError } from './errors';
 import { keys } from './item-keys';
 import { CALL_RESULT_INLINE_BYTES, getHead, type SessionHead } from './sessions';
-import { CLAIM_KIND, type Claim, claimTtl, isClaimItem, leaseRefusal, toClaim } from './turn-slot';
+import { CLAIM_KIND, type Claim, claimTtl, isClaimItem, isTombstone, leaseRefusal, toClaim } from './turn-slot';
 
 /** No claim item may come near DynamoDB's 400 KB. */
 const MAX_CHECKPOINT_BYTES = 350 * 1024;
@@ -174,7 +175,8 @@ export async function requestCancel(ctx: StoreContext, head: SessionHead, token:
 /**
  * Writes a checkpoint and the events of the batches since the last one into the claim,
  * renewing the lease in the same update. Refused with LeaseLostError when the lease is not this
- * worker's, and with CancelRequestedError when a stop is pending (nothing is written then).
+ * worker's, with CancelRequestedError when a stop is pending (nothing is written then), and
+ * with NotFoundError when the run was deleted.
  */
 export async function saveCheckpoint(
   ctx: StoreContext,
@@ -237,6 +239,8 @@ export async function saveCheckpoint(
     );
   } catch (error) {
     if (!(error instanceof ConditionFailed)) throw error;
+    // the session was deleted meanwhile: the blobs just written must not outlive it
+    if (error.item && isTombstone(error.item)) await sweepDeletedSession(ctx, pk);
     throw leaseRefusal(error.item, lease.token, lease.owner);
   }
 }

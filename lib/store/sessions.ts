@@ -10,15 +10,34 @@
  * (status, turn, updated_at) and the session's TTL; it is updated after the commit only when
  * the listed status or timer changed, or the listing is older than `listingRefreshMs`. A reader
  * that finds the head behind the latest turn record trusts the record.
+ *
+ * A deleted session (deletion.ts) keeps, for a while, a head marked `deleted_at` and a tombstone
+ * in its next slot: reads answer 404, and the commit of a turn in flight fails on the tombstone.
  */
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { EaselError } from '../errors';
 import { itemSize, readBlobs, writeBlobs } from './blobs';
 import { decode, decodeParts, encodeParts } from './codec';
+import { sweepDeletedSession } from './deletion';
 import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
 import { NotFoundError, RunExistsError } from './errors';
 import { keys, SESSION_HEAD_SK, TURN_PREFIX, turnFromSk } from './item-keys';
-import { CLAIM_KIND, type Claim, claimSlot, type ClaimRequest, FREE_SLOT, isClaimItem, leaseRefusal, releaseSlot, slotRefusal, toClaim } from './turn-slot';
+import {
+  CLAIM_KIND,
+  checkNotExpired,
+  checkRead,
+  type Claim,
+  claimSlot,
+  type ClaimRequest,
+  FREE_SLOT,
+  isClaimItem,
+  isRecordItem,
+  isTombstone,
+  leaseRefusal,
+  releaseSlot,
+  slotRefusal,
+  toClaim,
+} from './turn-slot';
 
 export type { Claim } from './turn-slot';
 export { leaseRefusal } from './turn-slot';
@@ -51,6 +70,8 @@ export interface SessionHead {
   /** A first turn's Idempotency-Key (hashed) and request fingerprint, when its run id came from the key. */
   keyHash?: string;
   fingerprint?: string;
+  /** When this copy of the head was read or created (epoch ms): see turn-slot.ts `checkRead`. */
+  readAt?: number;
 }
 
 /** What one turn stored: the state after it and what it said. */
@@ -121,6 +142,7 @@ export async function createSession(ctx: StoreContext, s: CreateSession): Promis
     listedStatus: 'not_started',
     ...(s.keyHash ? { keyHash: s.keyHash } : {}),
     ...(s.fingerprint ? { fingerprint: s.fingerprint } : {}),
+    readAt: at,
   };
   try {
     await call('create the session', () =>
@@ -137,6 +159,7 @@ export async function createSession(ctx: StoreContext, s: CreateSession): Promis
 /** The head, the latest turn's state and up to `historyTurns` turns of conversation. */
 export async function loadSession(ctx: StoreContext, tenant: string, id: string, historyTurns: number): Promise<LoadedSession> {
   const pk = keys.session(tenant, id);
+  const readAt = now(ctx);
   const { Items = [] } = await call('read the session', () =>
     ctx.doc.send(new QueryCommand({
       TableName: ctx.table,
@@ -153,10 +176,9 @@ export async function loadSession(ctx: StoreContext, tenant: string, id: string,
     }),
   );
   const [headRaw, ...rest] = Items;
-  if (!headRaw || headRaw.sk !== SESSION_HEAD_SK || isExpired(headRaw, now(ctx))) throw new NotFoundError('run');
-  const head = toHead(headRaw);
+  const head = liveHead(headRaw, rest, readAt);
   const slot = rest[0] && isClaimItem(rest[0]) ? rest[0] : undefined;
-  const turns = rest.filter((t) => !isClaimItem(t)).slice(0, 1 + Math.max(0, historyTurns));
+  const turns = rest.filter(isRecordItem).slice(0, 1 + Math.max(0, historyTurns));
   const latestRaw = turns[0];
   const blobHashes = new Set<string>();
   for (const t of turns) for (const h of (t.hb as string[] | undefined) ?? []) blobHashes.add(h);
@@ -170,6 +192,17 @@ export async function loadSession(ctx: StoreContext, tenant: string, id: string,
   const storedBlobs = new Set<string>();
   for (const t of turns) for (const h of [...((t.sb as string[]) ?? []), ...((t.hb as string[]) ?? []), ...((t.rb as string[]) ?? []), ...((t.cb as string[]) ?? [])]) storedBlobs.add(h);
   return { head, latest, history, storedBlobs };
+}
+
+/**
+ * The head of a session that exists: present, not expired, not deleted (a deletion marks the
+ * head, then closes the next slot: either one seen means the run is gone). NotFoundError if not.
+ */
+function liveHead(headRaw: Record<string, unknown> | undefined, below: Record<string, unknown>[], readAt: number): SessionHead {
+  if (!headRaw || headRaw.sk !== SESSION_HEAD_SK || isExpired(headRaw, readAt) || headRaw.deleted_at !== undefined || below.some(isTombstone)) {
+    throw new NotFoundError('run');
+  }
+  return { ...toHead(headRaw), readAt };
 }
 
 /**
@@ -187,12 +220,13 @@ function settleHead(head: SessionHead, latest: Pick<TurnRecord, 'turn' | 'status
 
 /** The head (listing attributes), its turn as the latest record says, and the claim; without the state. */
 export async function getHead(ctx: StoreContext, tenant: string, id: string): Promise<SessionHead> {
+  const readAt = now(ctx);
   const { Items = [] } = await call('read the session', () =>
     ctx.doc.send(new QueryCommand({
       TableName: ctx.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :t)',
       ExpressionAttributeValues: { ':pk': keys.session(tenant, id), ':t': TURN_PREFIX },
-      ProjectionExpression: 'pk, sk, kind, tenant, id, workflow_id, version, #status, #turn, user_id, created_at, updated_at, #ttl, due_at, ik, fp, claim_token, claim_expires, claim_async, claim_owner, cancel_at',
+      ProjectionExpression: 'pk, sk, kind, tenant, id, workflow_id, version, #status, #turn, user_id, created_at, updated_at, #ttl, due_at, ik, fp, claim_token, claim_expires, claim_async, claim_owner, cancel_at, deleted_at',
       ExpressionAttributeNames: { '#status': 'status', '#turn': 'turn', '#ttl': 'ttl' },
       ScanIndexForward: false,
       Limit: 3,
@@ -200,10 +234,9 @@ export async function getHead(ctx: StoreContext, tenant: string, id: string): Pr
     })),
   );
   const [headRaw, ...rest] = Items;
-  if (!headRaw || headRaw.sk !== SESSION_HEAD_SK || isExpired(headRaw, now(ctx))) throw new NotFoundError('run');
-  const head = toHead(headRaw);
+  const head = liveHead(headRaw, rest, readAt);
   const slot = rest[0] && isClaimItem(rest[0]) ? rest[0] : undefined;
-  const latest = rest.find((t) => !isClaimItem(t));
+  const latest = rest.find(isRecordItem);
   settleHead(head, latest ? { turn: turnFromSk(latest.sk as string), status: latest.status as string } : null, slot);
   return head;
 }
@@ -271,6 +304,10 @@ export interface CommitResult {
 export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitResult> {
   const pk = keys.session(c.head.tenant, c.head.id);
   const at = now(ctx);
+  // checked before anything, blobs included, is written: no commit into a session that expired
+  // since it was read; and an empty slot lets a claimless commit through, so it must rest on a
+  // read that a deletion's tombstone outlives
+  if (!c.create) (c.claim === null ? checkRead : checkNotExpired)(c.head, at);
   const withCalls = c.payload.calls && (c.payload.calls.records.length > 0 || c.payload.calls.dropped > 0);
   // one compression stream for the whole turn (its parts share most of their words); each
   // part's long strings go to blobs of its own, so a reader fetches only the blobs it needs
@@ -324,6 +361,8 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
   } catch (error) {
     if (!(error instanceof ConditionFailed)) throw error;
     const old = error.item;
+    // the session was deleted meanwhile: the blobs just written must not outlive it
+    if (old && isTombstone(old)) await sweepDeletedSession(ctx, pk);
     if (c.lease && c.claim && old && isClaimItem(old)) throw leaseRefusal(old, c.claim.token, c.lease.owner);
     throw slotRefusal(error, c.head);
   }
@@ -359,7 +398,8 @@ function headUpdate(ctx: StoreContext, c: Commit, at: number, ttl: number) {
     UpdateExpression: c.dueAt === null
       ? 'SET #turn = :turn, #status = :status, updated_at = :at, #ttl = :ttl REMOVE due_at, gsi2pk, gsi2sk'
       : 'SET #turn = :turn, #status = :status, updated_at = :at, #ttl = :ttl, due_at = :due, gsi2pk = :dueKey, gsi2sk = :dueSort',
-    ConditionExpression: 'attribute_exists(pk) AND #turn < :turn',
+    // never into a deleted session's head: it would come back into the timer index, with a new TTL
+    ConditionExpression: 'attribute_exists(pk) AND #turn < :turn AND attribute_not_exists(deleted_at)',
     ExpressionAttributeNames: { '#turn': 'turn', '#status': 'status', '#ttl': 'ttl' },
     ExpressionAttributeValues: {
       ':turn': c.turn,
@@ -415,7 +455,7 @@ export async function getTurn(ctx: StoreContext, tenant: string, id: string, tur
   const { Item } = await call('read the turn', () =>
     ctx.doc.send(new GetCommand({ TableName: ctx.table, Key: { pk, sk: keys.turn(turn) }, ConsistentRead: true })),
   );
-  if (!Item || isClaimItem(Item)) return null;
+  if (!Item || !isRecordItem(Item)) return null;
   const blobs = await readBlobs(ctx, pk, [...((Item.rb as string[]) ?? []), ...((Item.qb as string[]) ?? []), ...((Item.cb as string[]) ?? [])]);
   const parts = partsOf(Item, ['r', 'q', 'c'], blobs);
   return {
@@ -438,8 +478,8 @@ export async function listTurns(ctx: StoreContext, tenant: string, id: string, a
       ConsistentRead: true,
     })),
   );
-  // the claim of a turn in flight sorts after the last committed turn
-  const Items = read.filter((i) => !isClaimItem(i));
+  // the claim of a turn in flight (or a deleted session's tombstone) sorts after the last committed turn
+  const Items = read.filter(isRecordItem);
   const more = LastEvaluatedKey !== undefined && Items.length === read.length;
   const blobs = await readBlobs(ctx, pk, Items.flatMap((i) => [...((i.rb as string[]) ?? []), ...((i.qb as string[]) ?? [])]));
   return {

@@ -13,10 +13,17 @@
  *
  * Every claim carries a TTL a day past its own expiry, so a placeholder that is never committed
  * (a crash, a refused turn) disappears by itself; a committed turn overwrites it whole.
+ *
+ * Deleting a session *closes* its next slot: a tombstone (neither a claim nor a record) is put
+ * there, so every write a turn in flight could still make fails on it — a claimless commit or a
+ * claim (the slot is not free), a claimed commit and an async turn's lease, checkpoint and
+ * cancel flag (the slot no longer holds their claim). Turns are written in order, so no turn
+ * can commit above a closed slot. The tombstone carries a TTL; `checkRead` keeps the writes that
+ * need a free slot from outliving it.
  */
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { call, capacityParam, ConditionFailed, reportCapacity, type StoreContext } from './dynamo';
-import { CancelRequestedError, LeaseLostError, TurnConflictError, TurnInProgressError } from './errors';
+import { CancelRequestedError, LeaseLostError, NotFoundError, StoreUnavailableError, TurnConflictError, TurnInProgressError } from './errors';
 import { keys } from './item-keys';
 
 export const CLAIM_KIND = 'claim';
@@ -51,8 +58,64 @@ export interface ClaimRequest {
 
 export const claimTtl = (expiresAtMs: number) => Math.ceil(expiresAtMs / 1000) + CLAIM_TTL_GRACE_SECONDS;
 
+export const TOMBSTONE_KIND = 'tombstone';
+/**
+ * How long a deleted session's marked head and the tombstone in its next slot stay (TTL): far
+ * longer than any turn that read the session before the deletion can still be writing. When
+ * DynamoDB removes the head, the cleanup (cleanup.ts) removes the tombstone and anything else
+ * left in the partition.
+ */
+export const DELETED_SESSION_TTL_SECONDS = 86_400;
+/**
+ * The oldest read of a session a write into a free slot may rely on: well inside
+ * DELETED_SESSION_TTL_SECONDS, so such a write never comes after a deletion's tombstone is gone.
+ */
+export const MAX_SLOT_READ_AGE_MS = 3_600_000;
+
 export function isClaimItem(item: Record<string, unknown>): boolean {
   return item.kind === CLAIM_KIND;
+}
+
+/** The tombstone a deletion put into the session's next slot (see the top of this file). */
+export function isTombstone(item: Record<string, unknown>): boolean {
+  return item.kind === TOMBSTONE_KIND;
+}
+
+/** Whether a turn slot's item is a committed turn record (not a claim, not a tombstone). */
+export function isRecordItem(item: Record<string, unknown>): boolean {
+  return !isClaimItem(item) && !isTombstone(item);
+}
+
+/** The session as a write into its next slot saw it: the turn, and when the head was read and expires. */
+export interface SeenSession {
+  turn: number;
+  status: string;
+  /** Epoch s; 0: not known (a head not written yet). */
+  expiresAt?: number;
+  /** Epoch ms of the read (or creation) of the head. */
+  readAt?: number;
+}
+
+/**
+ * Before a commit: the session must not have expired since it was read — readers see it gone
+ * already, and its cleanup may have run, so the record (and its blobs) would stay with no head.
+ * NotFoundError.
+ */
+export function checkNotExpired(seen: SeenSession, at: number): void {
+  if (seen.expiresAt !== undefined && seen.expiresAt > 0 && seen.expiresAt <= Math.floor(at / 1000)) throw new NotFoundError('run');
+}
+
+/**
+ * Before a write into a free slot (a claim, a claimless commit), which an empty slot lets
+ * through: the session must not have expired since it was read (`checkNotExpired`), and the
+ * read must be recent (a deletion's tombstone outlives only so long). NotFoundError, or
+ * StoreUnavailableError (nothing was written; a retry reads the run again).
+ */
+export function checkRead(seen: SeenSession, at: number): void {
+  checkNotExpired(seen, at);
+  if (seen.readAt !== undefined && at - seen.readAt > MAX_SLOT_READ_AGE_MS) {
+    throw new StoreUnavailableError('the run was read too long ago for this turn to commit; nothing was committed');
+  }
 }
 
 export function toClaim(item: Record<string, unknown>): Claim {
@@ -76,8 +139,9 @@ export const FREE_SLOT = 'attribute_not_exists(pk) OR (kind = :claimKind AND cla
  * TurnConflictError when the turn is committed already, TurnInProgressError while another
  * claim holds it.
  */
-export async function claimSlot(ctx: StoreContext, tenant: string, id: string, r: ClaimRequest, seen: { turn: number; status: string }): Promise<Claim> {
+export async function claimSlot(ctx: StoreContext, tenant: string, id: string, r: ClaimRequest, seen: SeenSession): Promise<Claim> {
   const at = now(ctx);
+  checkRead(seen, at);
   const claim: Claim = {
     turn: r.turn,
     token: r.token,
@@ -116,6 +180,35 @@ export async function claimSlot(ctx: StoreContext, tenant: string, id: string, r
   return claim;
 }
 
+/**
+ * Closes the session's next slot for good (a deletion; see the top of this file): a tombstone
+ * goes into the first slot from turn `from` on that holds no committed record — over a claim,
+ * whose holder then can commit nothing. A record found on the way was committed meanwhile (by a
+ * turn that read the session before the deletion): the slot above it is tried. Returns the turn
+ * whose slot was closed.
+ */
+export async function closeSlot(ctx: StoreContext, tenant: string, id: string, from: number, ttl: number): Promise<number> {
+  const at = now(ctx);
+  // terminates: a turn can be written only above one its writer read, and nobody reads the
+  // session once its head is marked deleted
+  for (let turn = Math.max(1, from); ; turn++) {
+    try {
+      await call('close the next turn', () =>
+        ctx.doc.send(new PutCommand({
+          TableName: ctx.table,
+          Item: { pk: keys.session(tenant, id), sk: keys.turn(turn), kind: TOMBSTONE_KIND, turn, created_at: at, ttl },
+          ConditionExpression: 'attribute_not_exists(pk) OR kind IN (:claimKind, :tombstone)',
+          ExpressionAttributeValues: { ':claimKind': CLAIM_KIND, ':tombstone': TOMBSTONE_KIND },
+          ...capacityParam(ctx),
+        })).then((out) => reportCapacity(ctx, 'delete', 'write', out.ConsumedCapacity)),
+      );
+      return turn;
+    } catch (error) {
+      if (!(error instanceof ConditionFailed)) throw error;
+    }
+  }
+}
+
 /** Gives a claim back without committing (the turn was refused, or failed before it could commit). */
 export async function releaseSlot(ctx: StoreContext, tenant: string, id: string, claim: Pick<Claim, 'turn' | 'token'>): Promise<void> {
   await call('release the claim', () =>
@@ -132,18 +225,20 @@ export async function releaseSlot(ctx: StoreContext, tenant: string, id: string,
 }
 
 /**
- * Why a write into the slot was refused, from the item as it was: the turn is committed
- * (conflict), or another live claim holds it (in progress).
+ * Why a write into the slot was refused, from the item as it was: the session was deleted (a
+ * tombstone), the turn is committed (conflict), or another live claim holds it (in progress).
  */
 export function slotRefusal(error: unknown, seen: { turn: number; status: string }): unknown {
   if (!(error instanceof ConditionFailed)) return error;
   const old = error.item;
+  if (old && isTombstone(old)) return new NotFoundError('run');
   if (old && !isClaimItem(old)) return new TurnConflictError(Math.max(seen.turn + 1, old.turn as number), old.status as string);
   return new TurnInProgressError(seen.turn, seen.status);
 }
 
-/** Why a lease-fenced write was refused: a stop is pending, or the lease is someone else's. */
+/** Why a lease-fenced write was refused: the session was deleted, a stop is pending, or the lease is someone else's. */
 export function leaseRefusal(old: Record<string, unknown> | undefined, token: string, owner: string): Error {
+  if (old && isTombstone(old)) return new NotFoundError('run');
   if (old && isClaimItem(old) && old.claim_token === token && old.claim_owner === owner && typeof old.cancel_at === 'number') return new CancelRequestedError();
   return new LeaseLostError();
 }

@@ -3,7 +3,8 @@
  * latest version numbers; each version `V#<n>` holds its DSL (compressed). Creating a version
  * and moving the pointer happen in one transaction.
  */
-import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import { backoff } from './blobs';
 import { decode, encode } from './codec';
 import { call, ConditionFailed, queryAll, type StoreContext } from './dynamo';
 import { EaselError } from '../errors';
@@ -128,6 +129,27 @@ export async function updateWorkflow(ctx: StoreContext, tenant: string, id: stri
     ...(changes.name !== undefined ? { ExpressionAttributeNames: { '#name': 'name' } } : {}),
     ExpressionAttributeValues: values,
   });
+}
+
+/**
+ * Which of `ids` the tenant has no live workflow for (missing, deleted, or another tenant's),
+ * each once, in the order given. One batch read per 100 ids.
+ */
+export async function missingWorkflows(ctx: StoreContext, tenant: string, ids: readonly string[]): Promise<string[]> {
+  const unique = [...new Set(ids)];
+  const live = new Set<string>();
+  for (let i = 0; i < unique.length; i += 100) {
+    let pending: Record<string, unknown>[] = unique.slice(i, i + 100).map((id) => ({ pk: keys.workflow(tenant, id), sk: 'W' }));
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      const out = await call('read the workflows', () =>
+        ctx.doc.send(new BatchGetCommand({ RequestItems: { [ctx.table]: { Keys: pending, ProjectionExpression: 'id, deleted', ConsistentRead: true } } })),
+      );
+      for (const item of out.Responses?.[ctx.table] ?? []) if (item.deleted !== true) live.add(item.id as string);
+      pending = (out.UnprocessedKeys?.[ctx.table]?.Keys ?? []) as Record<string, unknown>[];
+      if (pending.length > 0) await backoff(attempt);
+    }
+  }
+  return unique.filter((id) => !live.has(id));
 }
 
 /** Every live workflow of a tenant (for lookups by name), newest first. */

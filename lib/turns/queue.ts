@@ -20,7 +20,7 @@ import { z } from 'zod';
 import { TransientError } from '../canvas/errors';
 import { EaselError } from '../errors';
 import { sendWebhook } from '../outbound/webhook';
-import type { SsrfGuard } from '../outbound/ssrf';
+import { type SsrfGuard, urlRefusal } from '../outbound/ssrf';
 import { sha256 } from '../store/codec';
 import { LeaseLostError, TurnInProgressError } from '../store/errors';
 import { webhookSecret } from '../store/tenants';
@@ -46,7 +46,7 @@ export const QueueMessage = z
       })
       .default({}),
     idempotency_key: z.string().regex(/^[A-Za-z0-9_.:-]{1,255}$/).optional(),
-    callback_url: z.string().url().max(2048).optional(),
+    callback_url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048).optional(),
     claim: z.object({ token: z.string().regex(/^[0-9a-f]{32}$/), turn: z.number().int().min(1) }).optional(),
     /** Who asked for the turn (the HTTP request that queued it); absent: the queue message itself. */
     actor: z.object({ kind: z.enum(ACTOR_KINDS), id: z.string().min(1).max(256), key_id: z.string().max(64).optional() }).optional(),
@@ -104,6 +104,10 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
   } catch {
     return report(deps, undefined, { kind: 'failed', code: 'invalid_request', reason: 'the message is not JSON' });
   }
+  // a callback the guard refuses is refused before the turn starts (one whose claim came with
+  // the message was checked by the request that claimed it; its webhook is checked again when sent)
+  const refusal = message.callback_url && !message.claim ? await urlRefusal(deps.guard, message.callback_url) : null;
+  if (refusal) return report(deps, message, { kind: 'failed', code: 'invalid_request', reason: `callback_url: ${refusal}` });
   const { command, ...runInput } = message.run_input;
   const request: TurnRequest = {
     tenant: message.tenant,

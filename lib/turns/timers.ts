@@ -4,21 +4,34 @@
  * goes to its timeout branch. A timer and a user's answer racing each other are ordered by the
  * same claim and commit as any two turns: exactly one of them is committed.
  */
-import { NotWaitingForInputError } from '../canvas/errors';
-import { TurnConflictError, TurnInProgressError } from '../store/errors';
+import { NoTimerArmedError, NotWaitingForInputError } from '../canvas/errors';
+import { NotFoundError, TurnConflictError, TurnInProgressError } from '../store/errors';
 import { listDueRuns } from '../store/session-listing';
 import { getHead } from '../store/sessions';
-import { executeTurn, type TurnEngine, type TurnResult } from './execute';
+import { executeTurn, type TurnEngine, type TurnHooks, type TurnResult } from './execute';
 import { RateLimitedError } from './quotas';
 
-/** Fires the run's armed timer now (`onlyIfDue`: only if its time has come). */
-export async function fireTimer(engine: TurnEngine, tenant: string, runId: string, options: { onlyIfDue?: boolean } = {}): Promise<TurnResult> {
+/** Its time has not come (the pump looked at a run whose timer was moved, or whose clock differs). */
+class NotDueError extends Error {}
+
+/**
+ * Fires the run's armed timer now (`onlyIfDue`: only if its time has come). NoTimerArmedError
+ * (409 `no_timer_armed`) when the run has no timer armed.
+ */
+export async function fireTimer(engine: TurnEngine, tenant: string, runId: string, options: { onlyIfDue?: boolean; hooks?: TurnHooks } = {}): Promise<TurnResult> {
   const head = await getHead(engine.store, tenant, runId);
   const now = (engine.clock ?? Date.now)();
-  if (head.dueAt === null || head.dueAt === undefined || (options.onlyIfDue && head.dueAt > now)) {
-    throw new NotWaitingForInputError(`${head.status}, with no timer due`);
-  }
-  return executeTurn(engine, { tenant, workflowId: head.workflowId, runId, turnNumber: head.turn, runInput: { command: 'timeout' }, actor: { kind: 'timer', id: runId } });
+  if (head.dueAt === null || head.dueAt === undefined) throw new NoTimerArmedError(head.status);
+  if (options.onlyIfDue && head.dueAt > now) throw new NotDueError();
+  return executeTurn(engine, {
+    tenant,
+    workflowId: head.workflowId,
+    runId,
+    turnNumber: head.turn,
+    runInput: { command: 'timeout' },
+    actor: { kind: 'timer', id: runId },
+    ...(options.hooks ? { hooks: options.hooks } : {}),
+  });
 }
 
 export interface PumpReport {
@@ -37,7 +50,9 @@ export async function pumpDueTimers(engine: TurnEngine, limit = 100, log?: (mess
       await fireTimer(engine, run.tenant, run.id, { onlyIfDue: true });
       report.fired++;
     } catch (error) {
-      if (error instanceof TurnConflictError || error instanceof TurnInProgressError || error instanceof NotWaitingForInputError || error instanceof RateLimitedError) {
+      // answered, advanced or deleted by someone else first, or not due after all
+      const moved = error instanceof TurnConflictError || error instanceof TurnInProgressError || error instanceof NotFoundError;
+      if (moved || error instanceof NoTimerArmedError || error instanceof NotWaitingForInputError || error instanceof NotDueError || error instanceof RateLimitedError) {
         report.skipped++;
       } else {
         report.failed++;

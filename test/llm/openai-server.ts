@@ -7,7 +7,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 
 export type Reply =
-  | { kind: 'text'; text: string; chunks?: number; stream?: boolean; delayMs?: number }
+  /** `until`: the answer starts once it settles (a test holds the model call open without a clock). */
+  | { kind: 'text'; text: string; chunks?: number; stream?: boolean; delayMs?: number; until?: Promise<unknown> }
   | { kind: 'tools'; calls: { name: string; arguments: Record<string, unknown> }[]; text?: string; stream?: boolean }
   | { kind: 'status'; status: number; message?: string; headers?: Record<string, string> }
   | { kind: 'stall' };
@@ -88,6 +89,7 @@ export class OpenAiServer {
         return;
       case 'text':
       case 'tools': {
+        if (reply.kind === 'text' && reply.until) await reply.until;
         const text = reply.kind === 'text' ? reply.text : (reply.text ?? '');
         const calls = reply.kind === 'tools' ? reply.calls.map((c, i) => ({ id: `call_${this.requests.length}_${i}`, name: c.name, arguments: JSON.stringify(c.arguments) })) : [];
         const finish = calls.length > 0 ? 'tool_calls' : 'stop';

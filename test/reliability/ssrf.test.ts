@@ -1,12 +1,14 @@
 /**
  * SSRF through the API: a tenant's workflow whose Invoke URL comes from the user's message is
  * refused for every address class the guard refuses, over IPv4 and IPv6, in every spelling;
- * so is a turn's callback URL, the other URL a tenant supplies.
+ * so is a turn's callback URL, the other URL a tenant supplies — when it is given, before the
+ * turn starts (over HTTP and on the queue).
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
+import { listSessions } from '../../lib/store/session-listing';
 import { processBatch } from '../../lib/turns/queue';
 import { graph } from '../helpers/dsl-builder';
 import { newTenant, newWorkflow, testEngine } from '../helpers/engine';
@@ -42,8 +44,9 @@ const REFUSED: [string, string][] = [
 
 let api: Served;
 let workflowId: string;
+let enqueued = 0;
 beforeAll(async () => {
-  api = await serveApp(testEngine());
+  api = await serveApp(testEngine(), { enqueue: async () => void enqueued++ });
   const dsl = graph({
     begin: ['Begin', {}, ['Invoke:Fetch']],
     'Invoke:Fetch': ['Invoke', { url: '{sys.query}', method: 'get', timeout: 2 }, ['Message:Show']],
@@ -69,20 +72,35 @@ describe('SSRF through callback URLs', () => {
   const engine = testEngine();
   const hello = graph({ begin: ['Begin', {}, ['Message:Hi']], 'Message:Hi': ['Message', { content: ['hi'] }] });
 
-  /** Runs one queued turn with `callback_url`; returns what the worker logged about its webhook. */
-  async function queuedTurn(callbackUrl: string, guard: SsrfGuard): Promise<Record<string, unknown>[]> {
+  /**
+   * One queued turn with `callback_url`: how the worker reported it, what it logged about its
+   * webhook, and how many runs it started.
+   */
+  async function queuedTurn(callbackUrl: string, guard: SsrfGuard): Promise<{ outcome: Record<string, unknown> | undefined; webhooks: Record<string, unknown>[]; runs: number }> {
     const tenant = newTenant();
     const workflowId = await newWorkflow(engine, tenant, hello);
     const logged: Record<string, unknown>[] = [];
     const record = sqsRecord(JSON.stringify({ tenant, workflow_id: workflowId, run_input: { query: 'x' }, callback_url: callbackUrl }));
     const result = await processBatch({ engine, guard, log: (message, fields) => logged.push({ message, ...fields }) }, [record]);
     expect(result).toEqual({ batchItemFailures: [] });
-    return logged.filter((entry) => String(entry.message).includes('webhook'));
+    return {
+      outcome: logged.find((entry) => String(entry.message).startsWith('queued turn')),
+      webhooks: logged.filter((entry) => String(entry.message).includes('webhook')),
+      runs: (await listSessions(engine.store, tenant, workflowId, { limit: 5 })).items.length,
+    };
   }
 
-  it.each(REFUSED)('refuses %s (%s)', async (_label, url) => {
-    const logged = await queuedTurn(url, new SsrfGuard());
-    expect(logged).toEqual([expect.objectContaining({ message: 'webhook not delivered', attempts: 1, error: expect.stringMatching(/refused|not allowed|not valid|only http/i) })]);
+  it.each(REFUSED)('refuses %s (%s) before the queued turn starts', async (_label, url) => {
+    const { outcome, runs } = await queuedTurn(url, new SsrfGuard());
+    expect(outcome).toMatchObject({ kind: 'failed', code: 'invalid_request', reason: expect.stringMatching(/^callback_url: .*(refused|not allowed|not valid|http\(s\))/i) });
+    expect(runs).toBe(0);
+  });
+
+  it.each(REFUSED)('refuses %s (%s) as an async turn\'s callback over HTTP, with nothing started', async (_label, url) => {
+    const res = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_input: { query: 'x' }, callback_url: url }, headers: { prefer: 'respond-async' } });
+    expect(res.status).toBe(400);
+    expect(res.json).toMatchObject({ code: 'invalid_request', field: 'callback_url' });
+    expect(enqueued).toBe(0);
   });
 
   it('delivers to an allowed receiver (the same path, so the refusals above are the guard\'s)', async () => {
@@ -95,11 +113,13 @@ describe('SSRF through callback URLs', () => {
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     try {
       const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-      expect(await queuedTurn(url, new SsrfGuard({ allow: ['127.0.0.1'] }))).toEqual([]);
+      const allowed = await queuedTurn(url, new SsrfGuard({ allow: ['127.0.0.1'] }));
+      expect(allowed.outcome).toMatchObject({ kind: 'done' });
+      expect(allowed.webhooks).toEqual([]);
       expect(received).toBe(1);
       // the same receiver, refused without the test's allowance
       const refused = await queuedTurn(url, new SsrfGuard());
-      expect(refused).toHaveLength(1);
+      expect(refused).toMatchObject({ outcome: { kind: 'failed', code: 'invalid_request' }, runs: 0 });
       expect(received).toBe(1);
     } finally {
       await new Promise<void>((resolve) => receiver.close(() => resolve()));

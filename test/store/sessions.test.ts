@@ -10,11 +10,12 @@ import { LOCAL_CREDENTIALS } from '../../lib/store/setup';
 import { deleteSession } from '../../lib/store/deletion';
 import { listSessions } from '../../lib/store/session-listing';
 import { decodeParts, encode } from '../../lib/store/codec';
-import { getTurn, loadSession } from '../../lib/store/sessions';
-import { createRun, executeTurn } from '../../lib/turns/execute';
+import { getHead, getTurn, loadSession } from '../../lib/store/sessions';
+import { DELETED_SESSION_TTL_SECONDS, MAX_SLOT_READ_AGE_MS } from '../../lib/store/turn-slot';
+import { createRun, executeTurn, newRunId } from '../../lib/turns/execute';
 import { fixture } from '../helpers/canvas';
 import { testTable } from '../helpers/dynamo';
-import { newTenant, newWorkflow, testEngine } from '../helpers/engine';
+import { newTenant, newWorkflow, testEngine, testStore } from '../helpers/engine';
 
 const engine = testEngine();
 
@@ -55,16 +56,54 @@ describe('session listing', () => {
 });
 
 describe('session deletion and expiry', () => {
-  it('deletes every item of a session', async () => {
+  it('deletes every item of a session but its marked head and the tombstone closing its next turn, which expire in a day', async () => {
     const tenant = newTenant();
     const workflowId = await newWorkflow(engine, tenant, fixture('form-intake'));
     const first = await executeTurn(engine, { tenant, workflowId, runInput: { query: 'hi' } });
     const runId = first.response.run_id;
     await executeTurn(engine, { tenant, workflowId, runId, runInput: { inputs: { name: 'A', age: 3, plan: 'free' } } });
     expect((await itemsOf(tenant, runId)).length).toBe(3);
+    const before = Math.floor(Date.now() / 1000);
     await deleteSession(engine.store, tenant, runId);
-    expect(await itemsOf(tenant, runId)).toEqual([]);
+    expect(await itemsOf(tenant, runId)).toEqual([keys.turn(3), 'T#~']);
+    const { doc, tableName } = testTable();
+    for (const sk of [keys.turn(3), 'T#~']) {
+      const { Item } = await doc.send(new GetCommand({ TableName: tableName, Key: { pk: keys.session(tenant, runId), sk } }));
+      expect(Item?.ttl).toBeGreaterThanOrEqual(before + DELETED_SESSION_TTL_SECONDS);
+      expect(Item?.ttl).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + DELETED_SESSION_TTL_SECONDS);
+      // out of the listing and timer indexes
+      expect(Item?.gsi1pk).toBeUndefined();
+    }
     await expect(loadSession(engine.store, tenant, runId, 1)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(getHead(engine.store, tenant, runId)).rejects.toBeInstanceOf(NotFoundError);
+    expect(await getTurn(engine.store, tenant, runId, 3)).toBeNull();
+    expect((await listSessions(engine.store, tenant, workflowId, { limit: 5 })).items).toEqual([]);
+    await expect(deleteSession(engine.store, tenant, runId)).resolves.toBeUndefined();
+    await expect(deleteSession(engine.store, tenant, newRunId())).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it('refuses a commit into a session that expired since it was read, and a claimless one resting on a read over an hour old', async () => {
+    const tenant = newTenant();
+    let now = Date.now();
+    const store = { ...testStore(), now: () => now };
+    const clocked = { ...engine, store, clock: () => now };
+    const workflowId = await newWorkflow(engine, tenant, fixture('form-intake'));
+    const runId = (await executeTurn(clocked, { tenant, workflowId, runInput: { query: 'hi' } })).response.run_id;
+    const late = (ms: number) => ({ beforeCommit: () => void (now += ms) });
+    await expect(executeTurn(clocked, { tenant, workflowId, runId, runInput: { inputs: {} }, hooks: late(MAX_SLOT_READ_AGE_MS + 1) })).rejects.toMatchObject({ code: 'unavailable' });
+    expect(await itemsOf(tenant, runId)).toEqual([keys.turn(1), 'T#~']);
+    // an hour on, this turn refreshes the head's listing, and with it the TTL: a minute
+    const short = { ...clocked, sessionTtlSeconds: 60 };
+    const second = await executeTurn(short, { tenant, workflowId, runId, runInput: { inputs: {} } });
+    expect(second.response.turn_number).toBe(2);
+    await expect(executeTurn(short, { tenant, workflowId, runId, runInput: { inputs: {} }, hooks: late(61_000) })).rejects.toBeInstanceOf(NotFoundError);
+    expect(await itemsOf(tenant, runId)).toEqual([keys.turn(1), keys.turn(2), 'T#~']);
+    // a claimed commit too (a streamed turn claims before its first event): what is left is the claim, with its TTL
+    now -= 61_000;
+    await expect(executeTurn(short, { tenant, workflowId, runId, runInput: { inputs: {} }, onEvent: () => undefined, hooks: late(61_000) })).rejects.toBeInstanceOf(NotFoundError);
+    expect(await itemsOf(tenant, runId)).toEqual([keys.turn(1), keys.turn(2), keys.turn(3), 'T#~']);
+    const { Item: claim } = await testTable().doc.send(new GetCommand({ TableName: testTable().tableName, Key: { pk: keys.session(tenant, runId), sk: keys.turn(3) } }));
+    expect(claim).toMatchObject({ kind: 'claim', ttl: expect.any(Number) });
   });
 
   it('ignores an expired session in reads and listings before DynamoDB removes it', async () => {

@@ -41,7 +41,8 @@ beforeAll(async () => {
     return { kind: 'text', text: `${step.toLowerCase()}${step.toLowerCase()}`, chunks: 2, delayMs };
   };
   engine = testEngine({ openaiUrl: model.url, leaseMs: 1000 });
-  api = await serveApp(engine, { enqueue: async (message) => void queued.push(message) });
+  // callbacks go to the test's receivers on loopback
+  api = await serveApp(engine, { enqueue: async (message) => void queued.push(message), guard: new SsrfGuard({ allow: ['127.0.0.1'] }) });
 });
 afterAll(async () => {
   await api.close();

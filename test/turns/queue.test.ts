@@ -101,7 +101,7 @@ describe('async turns over HTTP', () => {
     const engine = testEngine({ openaiUrl: model.url, allow: ['127.0.0.1'] });
     const guard = new SsrfGuard({ allow: ['127.0.0.1'] });
     queue = createInProcessQueue((records) => processBatch({ engine, guard }, records), { retryDelayMs: 50 });
-    api = await serveApp(engine, { enqueue: queue.enqueue, asyncLeaseMs: 60_000 });
+    api = await serveApp(engine, { enqueue: queue.enqueue, asyncLeaseMs: 60_000, guard });
   });
   afterAll(async () => {
     await api.close();

@@ -6,6 +6,7 @@
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import type { CanvasEvent } from '../../canvas';
+import { SsrfGuard, urlRefusal } from '../../outbound/ssrf';
 import { releaseClaim } from '../../store/sessions';
 import { claimNextTurn, executeTurn, newRunId, type TurnRequest, type TurnResult } from '../../turns/execute';
 import type { QueueMessage } from '../../turns/queue';
@@ -20,6 +21,7 @@ import { feedStream, frame, SSE_HEADERS, startStreamedTurn } from '../sse';
 const errorJson = (description: string) => ({ description, content: { 'application/json': { schema: ErrorSchema } } });
 
 export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimits): void {
+  const guard = deps.guard ?? new SsrfGuard();
   app.openapi(
     createRoute({
       method: 'post',
@@ -75,6 +77,8 @@ export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimit
         ...(idempotencyKey ? { idempotencyKey } : {}),
       };
       checkFieldSizes(body.run_input, deps.maxFieldBytes ?? 64 * 1024);
+      // a callback the worker could never call is refused now, before anything starts
+      if (body.callback_url !== undefined) await checkCallbackUrl(guard, body.callback_url);
       // a public key's new run: its id is fixed now, so its token can go out with the headers
       const tokenHeaders: Record<string, string> = {};
       if (!body.run_id && principal.scope !== 'admin' && deps.access) {
@@ -122,7 +126,9 @@ async function asyncTurn(deps: AppDeps, request: TurnRequest, callbackUrl: strin
       });
     } catch (error) {
       await releaseClaim(deps.engine.store, head, begun.claim).catch(() => undefined);
-      throw new HttpError('unavailable', 'the turn could not be queued; nothing was started', { cause: String(error) });
+      // what the queue said is for the logs: it may name infrastructure
+      deps.logger?.error('the turn could not be queued', { error: error instanceof Error ? error.message : String(error) });
+      throw new HttpError('unavailable', 'the turn could not be queued; nothing was started');
     }
   }
   return new Response(JSON.stringify({ run_id: inFlight.runId, turn_number: inFlight.turn, status: 'running' }), {
@@ -174,6 +180,12 @@ function requireBearerStrength(key: string): void {
       { field: 'Idempotency-Key' },
     );
   }
+}
+
+/** 400 `invalid_request` naming `callback_url` when the SSRF guard refuses it. */
+async function checkCallbackUrl(guard: SsrfGuard, url: string): Promise<void> {
+  const refusal = await urlRefusal(guard, url);
+  if (refusal) throw new HttpError('invalid_request', `callback_url: ${refusal}`, { field: 'callback_url' });
 }
 
 /** No single form value or query may be larger than `max` bytes. */

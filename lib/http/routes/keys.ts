@@ -3,11 +3,11 @@ import { randomBytes } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
 import { type ApiKey, hashSecret, listApiKeys, putApiKey, revokeApiKey } from '../../store/api-keys';
 import { webhookSecret } from '../../store/tenants';
+import { missingWorkflows } from '../../store/workflows';
 import type { App, AppDeps } from '../app';
 import { requireAdmin } from '../auth';
+import { HttpError } from '../errors';
 import { CreateKey, ErrorSchema, KeySchema } from '../schemas';
-
-const errors = { 400: { description: 'invalid request', content: { 'application/json': { schema: ErrorSchema } } } };
 
 export function keyView(key: ApiKey) {
   return { id: key.id, name: key.name, scope: key.scope, workflow_ids: key.workflowIds, created_at: key.createdAt, revoked_at: key.revokedAt };
@@ -27,12 +27,22 @@ export function registerKeyRoutes(app: App, deps: AppDeps): void {
       path: '/workflows/v1/keys',
       summary: 'Create an API key (the secret is returned once)',
       request: { body: { content: { 'application/json': { schema: CreateKey } }, required: true } },
-      responses: { 201: { description: 'created', content: { 'application/json': { schema: KeySchema.extend({ key: z.string() }) } } }, ...errors },
+      responses: {
+        201: { description: 'created', content: { 'application/json': { schema: KeySchema.extend({ key: z.string() }) } } },
+        400: { description: 'invalid request; `unknown_workflow_ids`: the workflow ids this tenant has no workflow for', content: { 'application/json': { schema: ErrorSchema } } },
+      },
     }),
     async (c) => {
       const principal = c.get('principal');
       requireAdmin(principal);
       const body = c.req.valid('json');
+      if (body.scope === 'execute') {
+        // another tenant's workflow is answered as a missing one: the key learns nothing of it
+        const unknown = await missingWorkflows(store, principal.tenant, body.workflow_ids);
+        if (unknown.length > 0) {
+          throw new HttpError('invalid_request', `workflow_ids: this tenant has no workflow ${unknown.join(', ')}`, { field: 'workflow_ids', unknown_workflow_ids: unknown });
+        }
+      }
       const secret = (deps.newSecret ?? newSecret)();
       const key: ApiKey = {
         tenant: principal.tenant,

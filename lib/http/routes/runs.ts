@@ -234,7 +234,7 @@ export function registerRunRoutes(app: App, deps: AppDeps): void {
       path: '/workflows/v1/workflows/{id}/runs/{run_id}/pump-companions',
       summary: 'Advance the run’s background work now: fire its armed form timer; answers the turn',
       request: { params: RunParam.extend({ id: WORKFLOW_ID }) },
-      responses: { 200: json(z.looseObject({ run_id: z.string(), status: z.string(), turn_number: z.number().int() }), 'the timer turn'), ...errors, 409: json(ErrorSchema, 'no timer armed, or another turn in progress') },
+      responses: { 200: json(z.looseObject({ run_id: z.string(), status: z.string(), turn_number: z.number().int() }), 'the timer turn'), ...errors, 409: json(ErrorSchema, 'no_timer_armed (the run has no form timer armed; `status` is the run status), turn_in_progress or turn_conflict') },
     }),
     async (c) => {
       const { id, run_id } = c.req.valid('param');
