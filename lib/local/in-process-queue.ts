@@ -1,7 +1,9 @@
 /**
  * A queue inside the process, for `npm start` and tests: messages are delivered as real SQS
  * event records to the same batch handler the Lambda worker runs; messages it asks to retry come
- * back after `retryDelayMs`, up to `maxReceives`, then land in `deadLetters`.
+ * back after `retryDelayMs`, up to `maxReceives`, then land in `deadLetters`. The queue dies with
+ * its process: once `close`d (the server is stopping) it delivers nothing more, and hands every
+ * message it still holds, or is given, to the caller's `drop` instead.
  */
 import { randomUUID } from 'node:crypto';
 import type { QueueMessage } from '../turns/queue';
@@ -23,9 +25,21 @@ export type BatchHandler = (records: SqsRecordLike[]) => Promise<{ batchItemFail
 export function createInProcessQueue(handler: BatchHandler, options: { retryDelayMs?: number; maxReceives?: number } = {}) {
   const deadLetters: string[] = [];
   const pending = new Set<Promise<void>>();
+  const waiting = new Map<NodeJS.Timeout, string>();
+  // set once the queue is closed (read through a function: it changes under the deliveries' awaits)
+  let drop: ((body: string) => Promise<void>) | undefined;
+  const dropping = () => drop;
+  const track = (work: Promise<void>) => {
+    pending.add(work);
+    void work.finally(() => pending.delete(work));
+  };
   const deliver = (body: string, messageId: string, receives: number) => {
+    const dropNow = dropping();
+    if (dropNow) return track(dropNow(body).catch(() => undefined));
     const run = (async () => {
       await new Promise((resolve) => setImmediate(resolve));
+      const dropBefore = dropping();
+      if (dropBefore) return dropBefore(body);
       const record: SqsRecordLike = {
         messageId,
         receiptHandle: randomUUID(),
@@ -40,11 +54,17 @@ export function createInProcessQueue(handler: BatchHandler, options: { retryDela
       const { batchItemFailures } = await handler([record]).catch(() => ({ batchItemFailures: [{ itemIdentifier: messageId }] }));
       if (batchItemFailures.some((f) => f.itemIdentifier === messageId)) {
         if (receives >= (options.maxReceives ?? 5)) deadLetters.push(body);
-        else setTimeout(() => deliver(body, messageId, receives + 1), options.retryDelayMs ?? 1000);
+        else if (dropping()) await dropping()?.(body);
+        else {
+          const timer = setTimeout(() => {
+            waiting.delete(timer);
+            deliver(body, messageId, receives + 1);
+          }, options.retryDelayMs ?? 1000);
+          waiting.set(timer, body);
+        }
       }
     })();
-    pending.add(run);
-    void run.finally(() => pending.delete(run));
+    track(run.catch(() => undefined));
   };
   return {
     deadLetters,
@@ -55,9 +75,22 @@ export function createInProcessQueue(handler: BatchHandler, options: { retryDela
     sendRaw(body: string): void {
       deliver(body, randomUUID(), 1);
     },
-    /** Resolves once nothing is being delivered. */
+    /** Resolves once nothing is being delivered (or dropped). */
     async idle(): Promise<void> {
       while (pending.size > 0) await Promise.allSettled([...pending]);
+    },
+    /**
+     * Delivers nothing more: messages waiting for a retry, and those sent from now on, go to
+     * `dropped`. Deliveries already running go on.
+     */
+    close(dropped: (body: string) => Promise<void>): void {
+      if (drop) return;
+      drop = dropped;
+      for (const [timer, body] of waiting) {
+        clearTimeout(timer);
+        track(dropped(body).catch(() => undefined));
+      }
+      waiting.clear();
     },
   };
 }

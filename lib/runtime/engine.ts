@@ -9,6 +9,7 @@ import type { ModelResolver } from '../llm/models';
 import type { SsrfGuard } from '../outbound/ssrf';
 import type { StoreContext } from '../store/dynamo';
 import type { TurnEngine } from '../turns/execute';
+import type { TurnLifecycle } from '../turns/lifecycle';
 import type { SecretResolver } from '../secrets';
 
 export interface EngineParts {
@@ -17,6 +18,8 @@ export interface EngineParts {
   guard: SsrfGuard;
   /** `{secret.NAME}` for one tenant's runs. */
   secretsFor(tenant: string): SecretResolver;
+  /** What stops the entry point's turns (shutdown, an invocation's deadline); lib/runtime/lifecycle.ts. */
+  lifecycle?: TurnLifecycle;
 }
 
 export function buildEngine(config: Pick<EaselConfig, 'store' | 'stepBudgetTurn' | 'stepBudgetRun'>, parts: EngineParts): TurnEngine {
@@ -31,5 +34,6 @@ export function buildEngine(config: Pick<EaselConfig, 'store' | 'stepBudgetTurn'
     sessionTtlSeconds: config.store.sessionTtlSeconds,
     stepBudgetTurn: config.stepBudgetTurn,
     stepBudgetRun: config.stepBudgetRun,
+    ...(parts.lifecycle ? { lifecycle: parts.lifecycle } : {}),
   };
 }

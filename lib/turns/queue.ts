@@ -57,7 +57,8 @@ type Worked = { resumed_from_checkpoint?: number | null; checkpoints_written?: n
 
 export type Outcome =
   | ({ kind: 'done'; runId: string; turn: number; status: string } & Worked)
-  | ({ kind: 'continued'; runId: string; turn: number } & Worked)
+  /** `aborted`: the invocation ran out (or the process stopped) in the middle of a batch, which the next worker runs again. */
+  | ({ kind: 'continued'; runId: string; turn: number; aborted?: true } & Worked)
   | { kind: 'retry'; reason: string }
   | { kind: 'superseded'; reason: string }
   | { kind: 'failed'; code: string; reason: string };
@@ -160,7 +161,7 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
  * worker continues it at once — and a long turn does not use up the redeliveries
  * (maxReceiveCount) that are there for crashes. If that send fails, this delivery is retried.
  */
-async function continueLater(deps: QueueDeps, message: QueueMessage, outcome: { runId: string; turn: number; progress: WorkerProgress }, claim: { runId: string; token: string; turn: number }): Promise<Outcome> {
+async function continueLater(deps: QueueDeps, message: QueueMessage, outcome: { runId: string; turn: number; progress: WorkerProgress; aborted?: true }, claim: { runId: string; token: string; turn: number }): Promise<Outcome> {
   const next: QueueMessage = { ...message, run_id: claim.runId, turn_number: claim.turn - 1, claim: { token: claim.token, turn: claim.turn } };
   try {
     if (!deps.requeue) throw new Error('no queue to continue on');
@@ -168,7 +169,7 @@ async function continueLater(deps: QueueDeps, message: QueueMessage, outcome: { 
   } catch (error) {
     return report(deps, message, { kind: 'retry', reason: `the continuation could not be queued: ${error instanceof Error ? error.message : String(error)}` });
   }
-  return report(deps, message, { kind: 'continued', runId: outcome.runId, turn: outcome.turn, ...worked(outcome.progress) });
+  return report(deps, message, { kind: 'continued', runId: outcome.runId, turn: outcome.turn, ...(outcome.aborted ? { aborted: true } : {}), ...worked(outcome.progress) });
 }
 
 function worked(progress: WorkerProgress | undefined): Worked {
