@@ -13,7 +13,10 @@ import type { EaselConfig } from '../config';
 import { type App, createApp } from '../http/app';
 import { appDeps } from '../http/deps';
 import { buildRuntime, type Logger, queueDeps, type Runtime } from '../runtime';
-import { processBatch } from '../turns/queue';
+import type { StoreContext } from '../store/dynamo';
+import { releaseSlot } from '../store/turn-slot';
+import type { TurnLifecycle } from '../turns/lifecycle';
+import { processBatch, QueueMessage } from '../turns/queue';
 import { pumpDueTimers } from '../turns/timers';
 import { createInProcessQueue } from './in-process-queue';
 import { registerLocalQueueRoute } from './queue-route';
@@ -23,6 +26,11 @@ export interface LocalApp {
   runtime: Runtime;
   /** Resolves once the in-process worker has nothing in hand (immediately with an SQS queue). */
   queueIdle(): Promise<void>;
+  /**
+   * The server is stopping: the in-process queue delivers nothing more. The turns its messages
+   * claimed would wait for a worker that never comes, so their claims are given back.
+   */
+  closeQueue(): void;
   /** Fires the form timers that are due. */
   pump(): ReturnType<typeof pumpDueTimers>;
 }
@@ -36,8 +44,8 @@ const consoleLogger: Logger = {
 /** What the worker and the pump report, to stderr. */
 const log = (message: string, fields: Record<string, unknown>) => console.error(`[easel] ${message}`, JSON.stringify(fields));
 
-export function buildLocalApp(config: EaselConfig, options: { logger?: Logger } = {}): LocalApp {
-  const runtime = buildRuntime(config, { logger: options.logger ?? consoleLogger });
+export function buildLocalApp(config: EaselConfig, options: { logger?: Logger; lifecycle?: TurnLifecycle } = {}): LocalApp {
+  const runtime = buildRuntime(config, { logger: options.logger ?? consoleLogger, ...(options.lifecycle ? { lifecycle: options.lifecycle } : {}) });
   const deps = appDeps(runtime);
   let queue: ReturnType<typeof createInProcessQueue> | undefined;
   if (!deps.enqueue) {
@@ -51,6 +59,20 @@ export function buildLocalApp(config: EaselConfig, options: { logger?: Logger } 
     app,
     runtime,
     queueIdle: async () => queue?.idle(),
+    closeQueue: () => queue?.close((body) => giveBackClaim(runtime.store, body)),
     pump: () => pumpDueTimers(runtime.engine, 100, log),
   };
+}
+
+/** A message the in-process queue will not deliver: the turn it claimed is given back. */
+async function giveBackClaim(store: StoreContext, body: string): Promise<void> {
+  let message: QueueMessage;
+  try {
+    message = QueueMessage.parse(JSON.parse(body));
+  } catch {
+    return;
+  }
+  if (!message.claim || !message.run_id) return;
+  await releaseSlot(store, message.tenant, message.run_id, message.claim);
+  log('queued turn given back: the server stopped before it ran', { tenant: message.tenant, run_id: message.run_id, turn: message.claim.turn });
 }
