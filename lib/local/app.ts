@@ -49,7 +49,8 @@ export function buildLocalApp(config: EaselConfig, options: { logger?: Logger; l
   const deps = appDeps(runtime);
   let queue: ReturnType<typeof createInProcessQueue> | undefined;
   if (!deps.enqueue) {
-    const local = createInProcessQueue((records) => processBatch(queueDeps(runtime, { log, requeue: (message) => local.enqueue(message) }), records));
+    // a turn aborted by a stop is given back: this queue, and any continuation, goes with the process
+    const local = createInProcessQueue((records) => processBatch(queueDeps(runtime, { log, requeue: (message) => local.enqueue(message), onAbort: 'release' }), records));
     deps.enqueue = local.enqueue;
     queue = local;
   }

@@ -2,10 +2,11 @@
  * A queue inside the process, for `npm start` and tests: messages are delivered as real SQS
  * event records to the same batch handler the Lambda worker runs; messages it asks to retry come
  * back after `retryDelayMs`, up to `maxReceives`, then land in `deadLetters`. The queue dies with
- * its process: once `close`d (the server is stopping) it delivers nothing more, and hands every
- * message it still holds, or is given, to the caller's `drop` instead.
+ * its process: once `close`d (the server is stopping) it refuses new messages (`unavailable`),
+ * delivers nothing more, and hands every message it still holds to the caller's `drop` instead.
  */
 import { randomUUID } from 'node:crypto';
+import { EaselError } from '../errors';
 import type { QueueMessage } from '../turns/queue';
 
 export interface SqsRecordLike {
@@ -33,9 +34,10 @@ export function createInProcessQueue(handler: BatchHandler, options: { retryDela
     pending.add(work);
     void work.finally(() => pending.delete(work));
   };
+  const refuseWhenClosed = () => {
+    if (dropping()) throw new EaselError('unavailable', 'the server is stopping: the turn queue takes no more messages');
+  };
   const deliver = (body: string, messageId: string, receives: number) => {
-    const dropNow = dropping();
-    if (dropNow) return track(dropNow(body).catch(() => undefined));
     const run = (async () => {
       await new Promise((resolve) => setImmediate(resolve));
       const dropBefore = dropping();
@@ -69,10 +71,12 @@ export function createInProcessQueue(handler: BatchHandler, options: { retryDela
   return {
     deadLetters,
     async enqueue(message: QueueMessage): Promise<void> {
+      refuseWhenClosed();
       deliver(JSON.stringify(message), randomUUID(), 1);
     },
     /** Sends a raw body, as another producer might (tests of poison messages). */
     sendRaw(body: string): void {
+      refuseWhenClosed();
       deliver(body, randomUUID(), 1);
     },
     /** Resolves once nothing is being delivered (or dropped). */
@@ -80,8 +84,8 @@ export function createInProcessQueue(handler: BatchHandler, options: { retryDela
       while (pending.size > 0) await Promise.allSettled([...pending]);
     },
     /**
-     * Delivers nothing more: messages waiting for a retry, and those sent from now on, go to
-     * `dropped`. Deliveries already running go on.
+     * Takes and delivers nothing more: messages waiting for a retry, or handed back by a delivery
+     * still running, go to `dropped`; new ones are refused.
      */
     close(dropped: (body: string) => Promise<void>): void {
       if (drop) return;

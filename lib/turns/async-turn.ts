@@ -53,7 +53,9 @@ export type AsyncTurnOutcome =
    * Stopped at a checkpoint before `stopBy`, or aborted (`aborted`: the batch it was in is
    * dropped); the message must be queued again, and the next worker goes on from the checkpoint.
    */
-  | { kind: 'suspended'; runId: string; turn: number; progress: WorkerProgress; aborted?: true };
+  | { kind: 'suspended'; runId: string; turn: number; progress: WorkerProgress; aborted?: true }
+  /** Aborted with `onAbort: 'release'`: nothing was committed, and the turn is free again. */
+  | { kind: 'released'; runId: string; turn: number };
 
 export interface AsyncTurnOptions {
   /** Epoch ms after which no new batch starts here: the turn is suspended instead. */
@@ -67,6 +69,12 @@ export interface AsyncTurnOptions {
   claimed?: { prepared: Prepared; fresh: boolean };
   /** Test seams: a hook that throws (or never returns) stands for a crash at that point. */
   hooks?: { afterCheckpoint?(seq: number): Promise<void> | void };
+  /**
+   * What becomes of a turn aborted midway (its entry point is stopping): `suspend` keeps the
+   * claim and its checkpoint for the next worker (the caller queues it again); `release` gives
+   * the claim back, for a queue that dies with its process (npm start). @default 'suspend'
+   */
+  onAbort?: 'suspend' | 'release';
 }
 
 /** How long an async claim is kept with no worker alive (EASEL_ASYNC_LEASE_MS's default). */
@@ -131,8 +139,13 @@ async function runClaimed(
   const progress = new Progress(saved);
   let written = 0;
   const report = (): WorkerProgress => ({ resumedFrom: saved?.seq ?? null, checkpoints: written });
-  // the batch in flight is dropped; the claim and its last checkpoint wait for the next worker
+  // the batch in flight is dropped; the claim and its last checkpoint wait for the next worker,
+  // unless no worker will come (the queue goes with this process): then the turn is given back
   const aborted = async (): Promise<AsyncTurnOutcome> => {
+    if (options.onAbort === 'release') {
+      await releaseClaim(store, prepared.head, claim).catch(() => undefined);
+      return { kind: 'released', runId: request.runId, turn: claim.turn };
+    }
     await releaseLease(store, lease, holdMs).catch(() => undefined);
     return { kind: 'suspended', runId: request.runId, turn: claim.turn, progress: report(), aborted: true };
   };

@@ -61,6 +61,8 @@ export type Outcome =
   | ({ kind: 'continued'; runId: string; turn: number; aborted?: true } & Worked)
   | { kind: 'retry'; reason: string }
   | { kind: 'superseded'; reason: string }
+  /** Aborted midway by a worker whose queue goes with it (npm start stopping): given back, nothing committed. */
+  | { kind: 'released'; runId: string; turn: number; reason: string }
   | { kind: 'failed'; code: string; reason: string };
 
 export interface QueueDeps {
@@ -73,6 +75,8 @@ export interface QueueDeps {
   requeue?: (message: QueueMessage) => Promise<void>;
   /** How long an async turn's claim waits for its next worker. @default 20 minutes */
   holdMs?: number;
+  /** What becomes of a turn aborted midway (see AsyncTurnOptions). @default 'suspend': queued again */
+  onAbort?: AsyncTurnOptions['onAbort'];
 }
 
 export interface Delivery {
@@ -115,6 +119,7 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
     ...(delivery.stopBy !== undefined ? { stopBy: delivery.stopBy } : {}),
     ...(deps.holdMs !== undefined ? { holdMs: deps.holdMs } : {}),
     ...(delivery.hooks ? { hooks: delivery.hooks } : {}),
+    ...(deps.onAbort ? { onAbort: deps.onAbort } : {}),
   };
   try {
     let outcome: AsyncTurnOutcome;
@@ -140,6 +145,11 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
       }
     }
     if (outcome.kind === 'suspended') return await continueLater(deps, message, outcome, claim as NonNullable<typeof claim>);
+    if (outcome.kind === 'released') {
+      const reason = 'the worker stopped before the turn could commit; nothing was committed, and the turn was given back';
+      if (message.callback_url) await notify(deps, message, 'turn.rejected', { code: 'unavailable', error: reason, run_id: outcome.runId });
+      return report(deps, message, { kind: 'released', runId: outcome.runId, turn: outcome.turn, reason });
+    }
     const r = outcome.result.response;
     if (message.callback_url) await notify(deps, message, r.status === 'waiting_for_input' ? 'turn.paused' : `turn.${r.status}`, r);
     return report(deps, message, { kind: 'done', runId: r.run_id, turn: r.turn_number, status: r.status, ...worked(outcome.progress) });

@@ -174,6 +174,28 @@ describe('an async turn aborted in its worker', () => {
     expect(await getHead(testStore(), tenant, runId)).toMatchObject({ turn: 1, status: 'completed', claim: null });
   });
 
+  it('in a worker whose queue dies with its process, gives the turn back instead', async () => {
+    const { engine, shutdown } = stoppable();
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, twoSteps);
+    const begun = await claimNextTurn(engine, { tenant, workflowId, runInput: { query: 'q' } }, { leaseMs: 120_000, async: true });
+    if (!('claim' in begun)) throw new Error('not claimed');
+    const runId = begun.prepared.head.id;
+    const message: QueueMessage = { tenant, workflow_id: workflowId, run_id: runId, turn_number: 0, run_input: { query: 'q' }, claim: { token: begun.claim.token, turn: 1 } };
+    const since = model.calls;
+    model.enqueue({ kind: 'stall' });
+    const outcomes: unknown[] = [];
+    const continued: QueueMessage[] = [];
+    const worker = processBatch({ engine, guard: new SsrfGuard(), onAbort: 'release', requeue: async (m) => void continued.push(m), log: (_m, f) => outcomes.push(f) }, [sqsRecord(JSON.stringify(message))]);
+    await model.arrived(since + 1);
+    shutdown.abort('the server is stopping');
+    expect((await worker).batchItemFailures).toEqual([]);
+    expect(outcomes).toEqual([expect.objectContaining({ kind: 'released', run_id: runId, turn: 1 })]);
+    expect(continued).toEqual([]);
+    expect(await claimsOf(tenant, runId)).toEqual([]);
+    expect(await getHead(testStore(), tenant, runId)).toMatchObject({ turn: 0, claim: null });
+  });
+
   it('renews its lease and its claim often enough for the shorter of the two', () => {
     expect(heartbeatMs({ leaseMs: 60_000, holdMs: 20 * 60_000 })).toBe(20_000);
     // a local hold shorter than the lease: the claim must not run out between two beats
@@ -232,7 +254,7 @@ describe('the lifecycles of the entry points', () => {
     expect(shutdown.lifecycle.signal()?.aborted).toBe(true);
   });
 
-  it('the in-process queue, once closed, hands what it holds and what it is sent to its drop', async () => {
+  it('the in-process queue, once closed, refuses new messages and hands those it holds to its drop', async () => {
     let fail = true;
     const ran: string[] = [];
     const queue = createInProcessQueue(async (records) => {
@@ -246,9 +268,9 @@ describe('the lifecycles of the entry points', () => {
     const dropped: string[] = [];
     queue.close(async (body) => void dropped.push(body));
     fail = false;
-    queue.sendRaw('second');
+    expect(() => queue.sendRaw('second')).toThrow(expect.objectContaining({ code: 'unavailable' }));
     await queue.idle();
     expect(ran).toEqual(['first']);
-    expect(dropped).toEqual(['first', 'second']);
+    expect(dropped).toEqual(['first']);
   });
 });
