@@ -8,8 +8,11 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInProcessQueue } from '../../lib/local/in-process-queue';
+import { readConfig } from '../../lib/config';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
 import { createShutdown, invocationDeadline, type DeadlineTimers } from '../../lib/runtime';
+import { acquireLease, renewLease } from '../../lib/store/checkpoints';
+import { TurnInProgressError } from '../../lib/store/errors';
 import { keys } from '../../lib/store/item-keys';
 import { getHead, listTurns } from '../../lib/store/sessions';
 import { heartbeatMs } from '../../lib/turns/async-turn';
@@ -200,6 +203,42 @@ describe('an async turn aborted in its worker', () => {
     expect(heartbeatMs({ leaseMs: 60_000, holdMs: 20 * 60_000 })).toBe(20_000);
     // a local hold shorter than the lease: the claim must not run out between two beats
     expect(heartbeatMs({ leaseMs: 600_000, holdMs: 120_000 })).toBe(40_000);
+  });
+});
+
+describe('an async turn under npm start (no turn queue: the worker is in-process)', () => {
+  it('is free again two minutes after its worker died, and kept while a live worker beats', async () => {
+    const hold = readConfig({}).queue.asyncLeaseMs;
+    expect(hold).toBe(120_000);
+    const t0 = Date.now();
+    let now = t0;
+    const store = { ...testStore(), now: () => now };
+    const engine: TurnEngine = { ...testEngine({ openaiUrl: model.url, leaseMs: 60_000, store }), clock: () => now };
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, twoSteps);
+    const claimed = async () => {
+      const begun = await claimNextTurn(engine, { tenant, workflowId, runInput: { query: 'q' } }, { leaseMs: hold, async: true });
+      if (!('claim' in begun)) throw new Error('not claimed');
+      const lease = { tenant, id: begun.prepared.head.id, turn: 1, token: begun.claim.token, owner: `worker-${begun.claim.token}` };
+      await acquireLease(store, lease, { leaseMs: 60_000, holdMs: hold }); // a worker takes it...
+      return lease;
+    };
+    const sync = (runId: string) => executeTurn(engine, { tenant, workflowId, runId, turnNumber: 0, runInput: { query: 'q' } });
+
+    // ...and dies: its claim holds for the hold, not a moment longer
+    const dead = await claimed();
+    now = t0 + hold - 1;
+    await expect(sync(dead.id)).rejects.toBeInstanceOf(TurnInProgressError);
+    now = t0 + hold + 1;
+    expect((await sync(dead.id)).response).toMatchObject({ turn_number: 1, status: 'completed' });
+
+    // a live worker's heartbeat pushes the claim ahead: a long turn keeps it
+    now = t0;
+    const live = await claimed();
+    now = t0 + hold - 1;
+    await renewLease(store, live, { leaseMs: 60_000, holdMs: hold });
+    now = t0 + 2 * hold - 10;
+    await expect(sync(live.id)).rejects.toBeInstanceOf(TurnInProgressError);
   });
 });
 
