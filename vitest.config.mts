@@ -1,17 +1,29 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig, type ViteUserConfig } from 'vitest/config';
 
-export default defineConfig({
+/**
+ * Suites that take about a minute or more on two cores: `npm run test:stress` runs them
+ * (vitest.stress.config.mts), and CI runs that after `npm test` (.ci/run). Measured in one
+ * full run: fuzz.test.ts 59.5 s, quick.test.ts (the bench's smoke run) 56.8 s.
+ */
+export const STRESS_SUITES = ['test/security/fuzz.test.ts', 'test/bench/quick.test.ts'];
+
+/** What both configurations share. */
+export const shared = {
   // test/global-setup.ts runs in Vitest's own `__vitest__` environment, which resolves the AWS
   // SDK to its ESM build (`module` field) and transforms hundreds of files (~2 s). `main` gives
   // the CJS build that Node loads natively, as in the test workers.
   environments: { __vitest__: { resolve: { mainFields: ['main'] } } },
   test: {
-    include: ['test/**/*.test.ts'],
-    environment: 'node',
+    environment: 'node' as const,
     // One DynamoDB Local for the whole run (or EASEL_DYNAMODB_ENDPOINT); see the file.
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     // Two cores: keep workers few so DynamoDB Local and servers in later suites get CPU.
     maxWorkers: 2,
   },
+} satisfies ViteUserConfig;
+
+export default defineConfig({
+  ...shared,
+  test: { ...shared.test, include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...STRESS_SUITES] },
 });

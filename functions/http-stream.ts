@@ -10,14 +10,17 @@ import { createApp } from '../lib/http/app';
 import { appDeps } from '../lib/http/deps';
 import { settleInflight } from '../lib/http/inflight';
 import { lambdaContext, withTelemetry } from '../lib/http/observability';
-import { buildRuntime, createTelemetry } from '../lib/runtime';
+import { buildRuntime, createTelemetry, invocationDeadline } from '../lib/runtime';
 
 /** A client that went away can stall the body for good: once the turns settled, it gets this long. */
 const DRAIN_MS = 10_000;
 
+const config = readConfig();
 const telemetry = createTelemetry();
 const { logger } = telemetry;
-const runtime = buildRuntime(readConfig(), { logger });
+// turns still running shortly before the invocation times out are aborted: turn_error (or 503), claim given back
+const deadline = invocationDeadline(config.deadlineMarginMs);
+const runtime = buildRuntime(config, { logger, lifecycle: deadline.lifecycle });
 // a turn follower's stream ends within the function's 15 minutes; the client reconnects
 const app = withTelemetry(createApp({ ...appDeps(runtime), followMaxMs: 14 * 60_000 }), telemetry);
 const responded = new WeakMap<object, () => void>();
@@ -29,6 +32,7 @@ const serve = streamHandle(new Hono().all('*', async (c) => {
 })) as unknown as StreamifyHandler<LambdaFunctionURLEvent, void>;
 
 export const handler = awslambda.streamifyResponse<LambdaFunctionURLEvent, void>(async (event, responseStream, context: Context) => {
+  deadline.arm(context);
   let timer: NodeJS.Timeout | undefined;
   let finished = false;
   const stalled = new Promise<'stalled'>((resolve) => {
@@ -44,6 +48,7 @@ export const handler = awslambda.streamifyResponse<LambdaFunctionURLEvent, void>
     finished = true;
     clearTimeout(timer);
     await settleInflight();
+    deadline.disarm();
     telemetry.flush();
   }
 });

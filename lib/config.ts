@@ -12,7 +12,12 @@ import type { QuotaLimits, QuotaSettings } from './turns/quotas';
 export interface QueueConfig {
   /** The SQS queue of async and queued turns (EASEL_TURN_QUEUE_URL); unset: async turns are refused (npm start runs an in-process queue). */
   url?: string;
-  /** How long an async turn's claim waits for a worker to take it (EASEL_ASYNC_LEASE_MS). */
+  /**
+   * How long an async turn's claim is kept with no worker alive (EASEL_ASYNC_LEASE_MS): while
+   * its message waits, and after a worker died. A live worker pushes it ahead with every
+   * heartbeat. @default 20 min with an SQS queue; 2 min without one (npm start's in-process
+   * queue dies with its process: nothing would come back for the turn)
+   */
   asyncLeaseMs: number;
   /**
    * A worker suspends its async turn at the first checkpoint this close to the end of its
@@ -82,7 +87,18 @@ export interface EaselConfig {
   stepBudgetRun: number;
   /** Turn and run-start limits (EASEL_QUOTA_*); absent when none is set: no counter is ever read or written. */
   quotas?: QuotaSettings;
+  /**
+   * A Lambda invocation aborts the turns still running this long before it would time out:
+   * they commit nothing and give their claim back (503 to an HTTP client; the worker queues
+   * its turn again) (EASEL_DEADLINE_MARGIN_MS). @default 3000
+   */
+  deadlineMarginMs: number;
 }
+
+/** Without an SQS queue (npm start), an async turn whose worker died is free again after this long. */
+export const LOCAL_ASYNC_LEASE_MS = 120_000;
+/** With one, the claim waits for SQS to deliver the message again (its visibility timeout is 16 min). */
+export const QUEUE_ASYNC_LEASE_MS = 20 * 60_000;
 
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
@@ -144,17 +160,23 @@ export interface LocalConfig {
   apiKey?: string;
   /** How often the in-process pump fires due form timers (EASEL_PUMP_INTERVAL_MS). */
   pumpMs: number;
+  /**
+   * On SIGTERM/SIGINT, how long turns in flight get to finish before they are aborted: those
+   * commit nothing, give their claim back and answer 503 (EASEL_SHUTDOWN_GRACE_MS). @default 5000
+   */
+  shutdownGraceMs: number;
 }
 
-/** `npm start`'s own settings: PORT and EASEL_API_KEY. */
+/** `npm start`'s own settings: PORT, EASEL_API_KEY, the pump's interval and the shutdown grace period. */
 export function readLocalConfig(env: Env = process.env): LocalConfig {
   const problems: string[] = [];
   const r = reader(env, problems);
   const port = r.integer('PORT', 3000, 0, 65_535);
   const apiKey = r.get('EASEL_API_KEY');
   const pumpMs = r.integer('EASEL_PUMP_INTERVAL_MS', 5_000, 200, 600_000);
+  const shutdownGraceMs = r.integer('EASEL_SHUTDOWN_GRACE_MS', 5_000, 0, 3_600_000);
   if (problems.length > 0) throw new ConfigError(problems);
-  return { port, pumpMs, ...(apiKey ? { apiKey } : {}) };
+  return { port, pumpMs, shutdownGraceMs, ...(apiKey ? { apiKey } : {}) };
 }
 
 export interface CliConfig {
@@ -337,7 +359,7 @@ export function readConfig(env: Env = process.env): EaselConfig {
     store: storeConfig(r),
     queue: {
       ...(queueUrl ? { url: queueUrl } : {}),
-      asyncLeaseMs: integer('EASEL_ASYNC_LEASE_MS', 20 * 60_000, 10_000, 3 * 3_600_000),
+      asyncLeaseMs: integer('EASEL_ASYNC_LEASE_MS', queueUrl ? QUEUE_ASYNC_LEASE_MS : LOCAL_ASYNC_LEASE_MS, 10_000, 3 * 3_600_000),
       workerMarginMs: integer('EASEL_WORKER_MARGIN_MS', 120_000, 1_000, 600_000),
     },
     http: {
@@ -357,6 +379,7 @@ export function readConfig(env: Env = process.env): EaselConfig {
     ssrfAllow,
     stepBudgetTurn: integer('EASEL_STEP_BUDGET_TURN', DEFAULT_STEP_BUDGET_TURN, 1, 1_000_000),
     stepBudgetRun: integer('EASEL_STEP_BUDGET_RUN', DEFAULT_STEP_BUDGET_RUN, 1, 10_000_000),
+    deadlineMarginMs: integer('EASEL_DEADLINE_MARGIN_MS', 3_000, 100, 600_000),
   };
   const quotas = quotaConfig(r, problems);
   if (quotas) config.quotas = quotas;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, readConfig } from '../lib/config';
+import { ConfigError, readConfig, readLocalConfig } from '../lib/config';
 import { createModelResolver, parseModelSpec } from '../lib/llm';
 
 describe('readConfig', () => {
@@ -27,6 +27,21 @@ describe('readConfig', () => {
     expect(config.llm.retry.attempts).toBe(5);
     expect(config.ssrfAllow).toEqual(['127.0.0.1', 'localhost', '10.0.0.0/8']);
     expect(config.stepBudgetTurn).toBe(50);
+  });
+
+  it('keeps an async turn whose worker died 2 min without a queue (npm start), 20 min with SQS; aborts turns 3 s before a deadline', () => {
+    const local = readConfig({});
+    expect(local.queue.asyncLeaseMs).toBe(120_000);
+    expect(local.deadlineMarginMs).toBe(3_000);
+    expect(readConfig({ EASEL_TURN_QUEUE_URL: 'https://sqs.us-east-1.amazonaws.com/123456789012/easel-turns' }).queue.asyncLeaseMs).toBe(20 * 60_000);
+    expect(readConfig({ EASEL_ASYNC_LEASE_MS: '90000', EASEL_DEADLINE_MARGIN_MS: '5000' })).toMatchObject({ queue: { asyncLeaseMs: 90_000 }, deadlineMarginMs: 5_000 });
+    expect(() => readConfig({ EASEL_DEADLINE_MARGIN_MS: '0' })).toThrow(/EASEL_DEADLINE_MARGIN_MS must be an integer from 100 to 600000, got "0"/);
+  });
+
+  it("reads npm start's grace period for turns in flight at a stop", () => {
+    expect(readLocalConfig({}).shutdownGraceMs).toBe(5_000);
+    expect(readLocalConfig({ EASEL_SHUTDOWN_GRACE_MS: '0' }).shutdownGraceMs).toBe(0);
+    expect(() => readLocalConfig({ EASEL_SHUTDOWN_GRACE_MS: 'soon' })).toThrow(/EASEL_SHUTDOWN_GRACE_MS must be an integer from 0 to 3600000, got "soon"/);
   });
 
   it('reports every problem together, naming the variable', () => {

@@ -16,7 +16,10 @@ import { forwardedFor } from '../http/client-address';
 import { type App, createApp } from '../http/app';
 import { appDeps } from '../http/deps';
 import { buildRuntime, type Logger, queueDeps, type Runtime } from '../runtime';
-import { processBatch } from '../turns/queue';
+import type { StoreContext } from '../store/dynamo';
+import { releaseSlot } from '../store/turn-slot';
+import type { TurnLifecycle } from '../turns/lifecycle';
+import { processBatch, QueueMessage } from '../turns/queue';
 import { pumpDueTimers } from '../turns/timers';
 import { createInProcessQueue } from './in-process-queue';
 import { registerLocalQueueRoute } from './queue-route';
@@ -26,6 +29,11 @@ export interface LocalApp {
   runtime: Runtime;
   /** Resolves once the in-process worker has nothing in hand (immediately with an SQS queue). */
   queueIdle(): Promise<void>;
+  /**
+   * The server is stopping: the in-process queue delivers nothing more. The turns its messages
+   * claimed would wait for a worker that never comes, so their claims are given back.
+   */
+  closeQueue(): void;
   /** Fires the form timers that are due. */
   pump(): ReturnType<typeof pumpDueTimers>;
 }
@@ -48,14 +56,15 @@ function socketAddress(c: Context): string | undefined {
   }
 }
 
-export function buildLocalApp(config: EaselConfig, options: { logger?: Logger } = {}): LocalApp {
-  const runtime = buildRuntime(config, { logger: options.logger ?? consoleLogger });
+export function buildLocalApp(config: EaselConfig, options: { logger?: Logger; lifecycle?: TurnLifecycle } = {}): LocalApp {
+  const runtime = buildRuntime(config, { logger: options.logger ?? consoleLogger, ...(options.lifecycle ? { lifecycle: options.lifecycle } : {}) });
   const deps = appDeps(runtime);
   // the socket's address (node-server's bindings), not the Lambda event's
   deps.clientAddress = forwardedFor(socketAddress, config.http.trustedProxyHops);
   let queue: ReturnType<typeof createInProcessQueue> | undefined;
   if (!deps.enqueue) {
-    const local = createInProcessQueue((records) => processBatch(queueDeps(runtime, { log, requeue: (message) => local.enqueue(message) }), records));
+    // a turn aborted by a stop is given back: this queue, and any continuation, goes with the process
+    const local = createInProcessQueue((records) => processBatch(queueDeps(runtime, { log, requeue: (message) => local.enqueue(message), onAbort: 'release' }), records));
     deps.enqueue = local.enqueue;
     queue = local;
   }
@@ -65,6 +74,20 @@ export function buildLocalApp(config: EaselConfig, options: { logger?: Logger } 
     app,
     runtime,
     queueIdle: async () => queue?.idle(),
+    closeQueue: () => queue?.close((body) => giveBackClaim(runtime.store, body)),
     pump: () => pumpDueTimers(runtime.engine, 100, log),
   };
+}
+
+/** A message the in-process queue will not deliver: the turn it claimed is given back. */
+async function giveBackClaim(store: StoreContext, body: string): Promise<void> {
+  let message: QueueMessage;
+  try {
+    message = QueueMessage.parse(JSON.parse(body));
+  } catch {
+    return;
+  }
+  if (!message.claim || !message.run_id) return;
+  await releaseSlot(store, message.tenant, message.run_id, message.claim);
+  log('queued turn given back: the server stopped before it ran', { tenant: message.tenant, run_id: message.run_id, turn: message.claim.turn });
 }

@@ -1,9 +1,12 @@
 /**
  * A queue inside the process, for `npm start` and tests: messages are delivered as real SQS
  * event records to the same batch handler the Lambda worker runs; messages it asks to retry come
- * back after `retryDelayMs`, up to `maxReceives`, then land in `deadLetters`.
+ * back after `retryDelayMs`, up to `maxReceives`, then land in `deadLetters`. The queue dies with
+ * its process: once `close`d (the server is stopping) it refuses new messages (`unavailable`),
+ * delivers nothing more, and hands every message it still holds to the caller's `drop` instead.
  */
 import { randomUUID } from 'node:crypto';
+import { EaselError } from '../errors';
 import type { QueueMessage } from '../turns/queue';
 
 export interface SqsRecordLike {
@@ -23,9 +26,22 @@ export type BatchHandler = (records: SqsRecordLike[]) => Promise<{ batchItemFail
 export function createInProcessQueue(handler: BatchHandler, options: { retryDelayMs?: number; maxReceives?: number } = {}) {
   const deadLetters: string[] = [];
   const pending = new Set<Promise<void>>();
+  const waiting = new Map<NodeJS.Timeout, string>();
+  // set once the queue is closed (read through a function: it changes under the deliveries' awaits)
+  let drop: ((body: string) => Promise<void>) | undefined;
+  const dropping = () => drop;
+  const track = (work: Promise<void>) => {
+    pending.add(work);
+    void work.finally(() => pending.delete(work));
+  };
+  const refuseWhenClosed = () => {
+    if (dropping()) throw new EaselError('unavailable', 'the server is stopping: the turn queue takes no more messages');
+  };
   const deliver = (body: string, messageId: string, receives: number) => {
     const run = (async () => {
       await new Promise((resolve) => setImmediate(resolve));
+      const dropBefore = dropping();
+      if (dropBefore) return dropBefore(body);
       const record: SqsRecordLike = {
         messageId,
         receiptHandle: randomUUID(),
@@ -40,24 +56,45 @@ export function createInProcessQueue(handler: BatchHandler, options: { retryDela
       const { batchItemFailures } = await handler([record]).catch(() => ({ batchItemFailures: [{ itemIdentifier: messageId }] }));
       if (batchItemFailures.some((f) => f.itemIdentifier === messageId)) {
         if (receives >= (options.maxReceives ?? 5)) deadLetters.push(body);
-        else setTimeout(() => deliver(body, messageId, receives + 1), options.retryDelayMs ?? 1000);
+        else if (dropping()) await dropping()?.(body);
+        else {
+          const timer = setTimeout(() => {
+            waiting.delete(timer);
+            deliver(body, messageId, receives + 1);
+          }, options.retryDelayMs ?? 1000);
+          waiting.set(timer, body);
+        }
       }
     })();
-    pending.add(run);
-    void run.finally(() => pending.delete(run));
+    track(run.catch(() => undefined));
   };
   return {
     deadLetters,
     async enqueue(message: QueueMessage): Promise<void> {
+      refuseWhenClosed();
       deliver(JSON.stringify(message), randomUUID(), 1);
     },
     /** Sends a raw body, as another producer might (tests of poison messages). */
     sendRaw(body: string): void {
+      refuseWhenClosed();
       deliver(body, randomUUID(), 1);
     },
-    /** Resolves once nothing is being delivered. */
+    /** Resolves once nothing is being delivered (or dropped). */
     async idle(): Promise<void> {
       while (pending.size > 0) await Promise.allSettled([...pending]);
+    },
+    /**
+     * Takes and delivers nothing more: messages waiting for a retry, or handed back by a delivery
+     * still running, go to `dropped`; new ones are refused.
+     */
+    close(dropped: (body: string) => Promise<void>): void {
+      if (drop) return;
+      drop = dropped;
+      for (const [timer, body] of waiting) {
+        clearTimeout(timer);
+        track(dropped(body).catch(() => undefined));
+      }
+      waiting.clear();
     },
   };
 }

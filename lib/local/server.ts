@@ -2,7 +2,13 @@
  * `npm start [-- --in-memory]`: the whole API on http://127.0.0.1:$PORT with real SSE
  * streaming, on DynamoDB Local (data in .easel/dynamodb, or nothing kept with --in-memory) or
  * on EASEL_DYNAMODB_ENDPOINT. Registers EASEL_API_KEY (or a generated key) as an admin key
- * of the tenant `local` and loads examples/. SIGINT/SIGTERM stop everything and exit 0.
+ * of the tenant `local` and loads examples/.
+ *
+ * SIGINT/SIGTERM stop it gracefully and exit 0: no new connection is accepted, the turns in
+ * flight (requests', and the in-process worker's) get EASEL_SHUTDOWN_GRACE_MS to finish, and
+ * those still running then are aborted — they commit nothing and give their claim back, and
+ * their clients get 503 `unavailable` (an SSE client a final `turn_error`), so a retry with the
+ * same Idempotency-Key after a restart takes the turn at once.
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,14 +16,30 @@ import { createAdaptorServer } from '@hono/node-server';
 import { ConfigError, readConfig, readLocalConfig } from '../config';
 import { settleInflight } from '../http/inflight';
 import { newSecret } from '../http/routes/keys';
+import { createShutdown } from '../runtime';
 import { ensureTable } from '../store/setup';
 import { buildLocalApp } from './app';
 import { closeUnreadBodies } from './close-unread-bodies';
+import { type GracefulServer, gracefulServer } from './graceful';
 import { apiKeyProblem, LOCAL_DATA_DIR, MIN_KEY_LENGTH, LOCAL_TENANT, loadExamples, readExamples, registerLocalKey } from './bootstrap';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
 
 const HOST = '127.0.0.1';
-const SHUTDOWN_GRACE_MS = 5_000;
+/** Bounds of the stop after the grace period, should a store call or a socket hang. */
+const ABORTED_SETTLE_MS = 10_000;
+const ANSWERS_OUT_MS = 5_000;
+
+/** Whether `work` settles within `ms`. */
+async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, ms, false)));
+  const done = work.then(() => true as const, () => true as const);
+  try {
+    return await Promise.race([done, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 async function main(): Promise<number> {
   const began = Date.now();
@@ -48,22 +70,33 @@ async function main(): Promise<number> {
 
   let ddb: DynamoDbLocal | undefined;
   let server: Server | undefined;
+  let graceful: GracefulServer | undefined;
   let pump: NodeJS.Timeout | undefined;
   let queueIdle: (() => Promise<void>) | undefined;
+  let closeQueue: (() => void) | undefined;
   let stopping: Promise<void> | undefined;
-  const stop = () =>
+  // every turn this process runs, over HTTP, in the in-process worker or fired by the pump
+  const shutdown = createShutdown();
+  const grace = local.shutdownGraceMs;
+  const stop = (signal?: string) =>
     (stopping ??= (async () => {
       clearInterval(pump);
-      if (server) {
-        const closed = new Promise<void>((done) => server?.close(() => done()));
-        server.closeIdleConnections();
-        // open streams get a grace period; the turns behind them commit regardless
-        const force = setTimeout(() => server?.closeAllConnections(), SHUTDOWN_GRACE_MS);
-        await closed;
-        clearTimeout(force);
+      closeQueue?.();
+      const closed = graceful?.stopAccepting();
+      if (signal) console.log(`${signal}: stopping...`);
+      const turns = shutdown.running;
+      if (turns > 0) console.log(`${turns} turn${turns === 1 ? '' : 's'} in flight: up to ${grace} ms to finish (EASEL_SHUTDOWN_GRACE_MS)`);
+      const finished = Promise.all([shutdown.settled(), settleInflight(), queueIdle?.()]);
+      if (!(await within(finished, grace))) {
+        const left = shutdown.running;
+        shutdown.abort('the server is stopping');
+        console.log(`aborted ${left} turn${left === 1 ? '' : 's'} still running after ${grace} ms: nothing of ${left === 1 ? 'it' : 'them'} was committed, the claims are given back`);
+        await within(finished, ABORTED_SETTLE_MS);
       }
-      // turns in flight, over HTTP or in the in-process worker, get the grace period to commit
-      await Promise.race([Promise.all([settleInflight(), queueIdle?.()]), new Promise((r) => setTimeout(r, SHUTDOWN_GRACE_MS))]);
+      // the answers of those turns go out; what is left (followers of a turn's events) is cut
+      if (graceful) await within(graceful.answered(), ANSWERS_OUT_MS);
+      graceful?.cut();
+      await closed;
       await ddb?.stop();
     })());
   let resolveSignal: (signal: string) => void = () => undefined;
@@ -75,8 +108,9 @@ async function main(): Promise<number> {
     const endpoint = config.store.endpoint ?? (ddb = await startDynamoDbLocal(inMemory ? { inMemory: true } : { dataDir: LOCAL_DATA_DIR })).endpoint;
     const dbStarted = Date.now();
     // async and queued turns run in this process, through the same handler as the Lambda worker
-    const { app, runtime, queueIdle: idle, pump: pumpTimers } = buildLocalApp({ ...config, store: { ...config.store, endpoint } });
+    const { app, runtime, queueIdle: idle, closeQueue: close, pump: pumpTimers } = buildLocalApp({ ...config, store: { ...config.store, endpoint } }, { lifecycle: shutdown.lifecycle });
     queueIdle = idle;
+    closeQueue = close;
     await ensureTable(runtime.dynamo, config.store.table);
     const { engine } = runtime;
     const secret = envKey ?? newSecret();
@@ -96,6 +130,7 @@ async function main(): Promise<number> {
     }, local.pumpMs);
     pump.unref();
     server = createAdaptorServer({ fetch: closeUnreadBodies(app.fetch) }) as Server;
+    graceful = gracefulServer(server);
     await new Promise<void>((done, failed) => {
       server?.once('error', failed).listen(port, HOST, () => done());
     });
@@ -120,9 +155,8 @@ async function main(): Promise<number> {
     return fail(error.message || String(error));
   }
   const signal = first?.signal ?? (await signalled);
-  console.log(`${signal}: stopping...`);
   await startup.catch(() => undefined); // a half-started DynamoDB Local is stopped too
-  await stop();
+  await stop(signal);
   console.log('Stopped.');
   return 0;
 }

@@ -10,6 +10,7 @@ import type { ModelResolver } from '../llm/models';
 import type { SsrfGuard } from '../outbound/ssrf';
 import type { StoreContext } from '../store/dynamo';
 import type { TurnEngine } from '../turns/execute';
+import type { TurnLifecycle } from '../turns/lifecycle';
 import type { SecretResolver } from '../secrets';
 
 export interface EngineParts {
@@ -18,6 +19,8 @@ export interface EngineParts {
   guard: SsrfGuard;
   /** `{secret.NAME}` for one tenant's runs. */
   secretsFor(tenant: string): SecretResolver;
+  /** What stops the entry point's turns (shutdown, an invocation's deadline); lib/runtime/lifecycle.ts. */
+  lifecycle?: TurnLifecycle;
 }
 
 export function buildEngine(config: Pick<EaselConfig, 'store' | 'stepBudgetTurn' | 'stepBudgetRun' | 'quotas'>, parts: EngineParts): TurnEngine {
@@ -33,5 +36,6 @@ export function buildEngine(config: Pick<EaselConfig, 'store' | 'stepBudgetTurn'
     stepBudgetTurn: config.stepBudgetTurn,
     stepBudgetRun: config.stepBudgetRun,
     ...(config.quotas ? { quotas: config.quotas } : {}),
+    ...(parts.lifecycle ? { lifecycle: parts.lifecycle } : {}),
   };
 }

@@ -15,6 +15,7 @@ import type { ModelResolver } from '../llm/models';
 import type { SsrfGuard } from '../outbound/ssrf';
 import type { StoreContext } from '../store/dynamo';
 import type { TurnEngine } from '../turns/execute';
+import type { TurnLifecycle } from '../turns/lifecycle';
 import { buildEngine } from './engine';
 import { buildGuard } from './guard';
 import { buildModels } from './models';
@@ -26,6 +27,7 @@ import type { Logger } from './telemetry';
 
 export { buildEngine, type EngineParts } from './engine';
 export { buildGuard } from './guard';
+export { createShutdown, type DeadlineTimers, invocationDeadline, type InvocationDeadline, type Shutdown } from './lifecycle';
 export { buildModels } from './models';
 export { type ParameterReader, ssmParameter } from './parameters';
 export { type Enqueue, sqsEnqueue } from './queue';
@@ -52,6 +54,8 @@ export interface RuntimeOptions {
   logger?: Logger;
   /** The master key source and clock of the caller's (tests); see lib/secrets. */
   secrets?: Pick<Parameters<typeof setupSecrets>[1], 'masterSource' | 'now'>;
+  /** What stops the entry point's turns: a shutdown (npm start), an invocation's deadline (Lambda). */
+  lifecycle?: TurnLifecycle;
 }
 
 export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}): Runtime {
@@ -62,7 +66,13 @@ export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}):
   const secrets = setupSecrets(config.secrets, { store, getParameter: ssmParameter, ...options.secrets });
   const models = buildModels(config);
   const guard = buildGuard(config);
-  const engine = buildEngine(config, { store, models, guard, secretsFor: (tenant) => secrets.resolverFor(tenant) });
+  const engine = buildEngine(config, {
+    store,
+    models,
+    guard,
+    secretsFor: (tenant) => secrets.resolverFor(tenant),
+    ...(options.lifecycle ? { lifecycle: options.lifecycle } : {}),
+  });
   const queueUrl = config.queue.url;
   return {
     config,

@@ -3,7 +3,7 @@
  * likewise the chunks of an uploaded file's content when its index item expires. Driven by the
  * table's stream (KEYS_ONLY). Idempotent, so a redelivered record does no harm.
  */
-import { deletePartition } from './deletion';
+import { deletePartition } from './partitions';
 import type { StoreContext } from './dynamo';
 import { SESSION_HEAD_SK } from './item-keys';
 

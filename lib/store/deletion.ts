@@ -1,12 +1,12 @@
 /**
- * Deleting whole partitions (a session, a file) and items by key, in batches: what a user's
- * delete and the expiry cleanup both do.
+ * Deleting a session: at once for every reader, and closed to every writer still in flight.
+ * Whole partitions and items by key are deleted by partitions.ts (also the expiry cleanup's).
  */
-import { BatchWriteCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { backoff } from './blobs';
+import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { call, capacityParam, ConditionFailed, queryAll, reportCapacity, type StoreContext } from './dynamo';
 import { NotFoundError } from './errors';
 import { keys, SESSION_HEAD_SK, turnFromSk } from './item-keys';
+import { deleteKeys } from './partitions';
 import { closeSlot, DELETED_SESSION_TTL_SECONDS, isRecordItem, isTombstone } from './turn-slot';
 
 /**
@@ -84,23 +84,4 @@ export async function sweepDeletedSession(ctx: StoreContext, pk: string): Promis
   const doomed = items.filter((i) => i.sk !== SESSION_HEAD_SK && !isTombstone(i));
   await deleteKeys(ctx, doomed.map((i) => ({ pk: i.pk as string, sk: i.sk as string })));
   return doomed.length;
-}
-
-export async function deletePartition(ctx: StoreContext, pk: string): Promise<number> {
-  const items = await queryAll(ctx, 'list the session items', { KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ProjectionExpression: 'pk, sk' });
-  await deleteKeys(ctx, items.map((i) => ({ pk: i.pk as string, sk: i.sk as string })));
-  return items.length;
-}
-
-/** Deletes items by key in batches of 25, retrying what DynamoDB leaves unprocessed. */
-export async function deleteKeys(ctx: StoreContext, items: { pk: string; sk: string }[]): Promise<void> {
-  for (let i = 0; i < items.length; i += 25) {
-    let requests = items.slice(i, i + 25).map((Key) => ({ DeleteRequest: { Key } }));
-    for (let attempt = 0; requests.length > 0; attempt++) {
-      const out = await call('delete items', () => ctx.doc.send(new BatchWriteCommand({ RequestItems: { [ctx.table]: requests }, ...capacityParam(ctx) })));
-      reportCapacity(ctx, 'delete', 'write', out.ConsumedCapacity);
-      requests = (out.UnprocessedItems?.[ctx.table] ?? []) as typeof requests;
-      if (requests.length > 0) await backoff(attempt);
-    }
-  }
 }

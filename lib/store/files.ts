@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { call, ConditionFailed, isExpired, queryAll, type StoreContext } from './dynamo';
 import { NotFoundError } from './errors';
-import { deletePartition } from './deletion';
+import { deletePartition } from './partitions';
 import { LISTING_INDEX } from './table';
 
 const CHUNK_BYTES = 300 * 1024;

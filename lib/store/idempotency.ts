@@ -4,7 +4,7 @@
  * request with the same key finds it and waits for that turn instead of running its own; the
  * stored turn record (committed by that token) holds the response to return.
  */
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
 import { keys } from './item-keys';
 
@@ -74,4 +74,25 @@ export async function putIdempotency(
     if (error instanceof ConditionFailed) return false;
     throw error;
   }
+}
+
+/**
+ * Marks the attempt `token` recorded for its key as over (its claim was given back without a
+ * commit): a request with the key takes the turn over at once rather than waiting for the
+ * attempt to run out. Nothing happens when the record names another attempt by now.
+ */
+export async function abandonIdempotency(ctx: StoreContext, tenant: string, key: string, token: string): Promise<void> {
+  await call('let go of the idempotency key', () =>
+    ctx.doc.send(new UpdateCommand({
+      TableName: ctx.table,
+      Key: { pk: keys.idempotency(tenant, key), sk: 'I' },
+      UpdateExpression: 'SET created_at = :over',
+      ConditionExpression: '#token = :tok',
+      ExpressionAttributeNames: { '#token': 'token' },
+      ExpressionAttributeValues: { ':over': 0, ':tok': token },
+      ...capacityParam(ctx),
+    })).then((out) => reportCapacity(ctx, 'idempotency', 'write', out.ConsumedCapacity)),
+  ).catch((error: unknown) => {
+    if (!(error instanceof ConditionFailed)) throw error;
+  });
 }

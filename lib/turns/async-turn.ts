@@ -36,6 +36,7 @@ import {
   type TurnResult,
 } from './execute';
 import { mergeMessageDeltas } from './response';
+import { abortedBy, tracked, turnSignal } from './lifecycle';
 import { replayOf } from './turn-keys';
 
 /** What this worker did of the turn, for logs and metrics. */
@@ -48,8 +49,13 @@ export interface WorkerProgress {
 
 export type AsyncTurnOutcome =
   | { kind: 'committed'; result: TurnResult; progress?: WorkerProgress }
-  /** Stopped at a checkpoint before `stopBy`; the message must be queued again. */
-  | { kind: 'suspended'; runId: string; turn: number; progress: WorkerProgress };
+  /**
+   * Stopped at a checkpoint before `stopBy`, or aborted (`aborted`: the batch it was in is
+   * dropped); the message must be queued again, and the next worker goes on from the checkpoint.
+   */
+  | { kind: 'suspended'; runId: string; turn: number; progress: WorkerProgress; aborted?: true }
+  /** Aborted with `onAbort: 'release'`: nothing was committed, and the turn is free again. */
+  | { kind: 'released'; runId: string; turn: number };
 
 export interface AsyncTurnOptions {
   /** Epoch ms after which no new batch starts here: the turn is suspended instead. */
@@ -63,6 +69,12 @@ export interface AsyncTurnOptions {
   claimed?: { prepared: Prepared; fresh: boolean };
   /** Test seams: a hook that throws (or never returns) stands for a crash at that point. */
   hooks?: { afterCheckpoint?(seq: number): Promise<void> | void };
+  /**
+   * What becomes of a turn aborted midway (its entry point is stopping): `suspend` keeps the
+   * claim and its checkpoint for the next worker (the caller queues it again); `release` gives
+   * the claim back, for a queue that dies with its process (npm start). @default 'suspend'
+   */
+  onAbort?: 'suspend' | 'release';
 }
 
 /** How long an async claim is kept with no worker alive (EASEL_ASYNC_LEASE_MS's default). */
@@ -74,13 +86,33 @@ export const DEFAULT_HOLD_MS = 20 * 60_000;
  * lease still held by a live worker is TurnInProgressError (try again later); a lease lost
  * midway (this worker was presumed dead and taken over) is LeaseLostError.
  */
-export async function runAsyncTurn(
+export function runAsyncTurn(
   engine: TurnEngine,
   request: TurnRequest & { runId: string },
   claimed: { token: string; turn: number },
   options: AsyncTurnOptions = {},
 ): Promise<AsyncTurnOutcome> {
+  const signal = turnSignal(engine.lifecycle, request.signal);
+  return tracked(engine.lifecycle, runClaimed(engine, signal ? { ...request, signal } : request, claimed, options));
+}
+
+/**
+ * How often a worker renews its lease while a batch runs: three times per lease and per hold,
+ * so that neither runs out while the worker lives, whichever is shorter.
+ */
+export function heartbeatMs(times: { leaseMs: number; holdMs: number }): number {
+  return Math.max(50, Math.floor(Math.min(times.leaseMs, times.holdMs) / 3));
+}
+
+async function runClaimed(
+  engine: TurnEngine,
+  request: TurnRequest & { runId: string },
+  claimed: { token: string; turn: number },
+  options: AsyncTurnOptions,
+): Promise<AsyncTurnOutcome> {
   const { token } = claimed;
+  const { signal } = request;
+  if (signal?.aborted) throw abortedBy(signal);
   const store = engine.store;
   const leaseMs = leaseOf(engine);
   const holdMs = options.holdMs ?? DEFAULT_HOLD_MS;
@@ -107,6 +139,16 @@ export async function runAsyncTurn(
   const progress = new Progress(saved);
   let written = 0;
   const report = (): WorkerProgress => ({ resumedFrom: saved?.seq ?? null, checkpoints: written });
+  // the batch in flight is dropped; the claim and its last checkpoint wait for the next worker,
+  // unless no worker will come (the queue goes with this process): then the turn is given back
+  const aborted = async (): Promise<AsyncTurnOutcome> => {
+    if (options.onAbort === 'release') {
+      await releaseClaim(store, prepared.head, claim).catch(() => undefined);
+      return { kind: 'released', runId: request.runId, turn: claim.turn };
+    }
+    await releaseLease(store, lease, holdMs).catch(() => undefined);
+    return { kind: 'suspended', runId: request.runId, turn: claim.turn, progress: report(), aborted: true };
+  };
   let cancel = claim.cancelRequested === true;
   let lost = false;
   const heartbeat = setInterval(() => {
@@ -119,7 +161,7 @@ export async function runAsyncTurn(
         // a transient failure: the next beat (or checkpoint) tries again
       },
     );
-  }, Math.max(50, Math.floor(leaseMs / 3)));
+  }, heartbeatMs(times));
   heartbeat.unref?.();
 
   const control: TurnControl = {
@@ -172,11 +214,14 @@ export async function runAsyncTurn(
     }
   } catch (error) {
     clearInterval(heartbeat);
+    if (signal?.aborted && !lost) return aborted();
     if (!lost) await letGo(engine, prepared, claim, lease, error, holdMs);
     throw error;
   }
   clearInterval(heartbeat);
   if (lost) throw new LeaseLostError();
+  // aborted between batches, the canvas ends the turn as cancelled: that is not committed
+  if (signal?.aborted) return aborted();
   if (canvas.isSuspended) {
     await releaseLease(store, lease, holdMs);
     return { kind: 'suspended', runId: request.runId, turn: claim.turn, progress: report() };

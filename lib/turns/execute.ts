@@ -41,7 +41,7 @@ import { sha256 } from '../store/codec';
 import type { StoreContext } from '../store/dynamo';
 import { IdempotencyMismatchError, NotFoundError, RunExistsError, TurnConflictError, TurnInProgressError } from '../store/errors';
 import { requestCancel } from '../store/checkpoints';
-import { putIdempotency } from '../store/idempotency';
+import { abandonIdempotency, putIdempotency } from '../store/idempotency';
 import {
   type Claim,
   claimTurn,
@@ -59,6 +59,7 @@ import { derivedRunId, fingerprintOf, keyedTurn, keyHashOf, normalizedRequest, r
 import { buildResponse, type TurnResponse } from './response';
 import type { Actor } from './actors';
 import { checkTurnQuota, countTurn, type QuotaSettings, RateLimitedError, runQuotaApplies, takeRunQuota } from './quotas';
+import { abortedBy, tracked, type TurnLifecycle, turnSignal } from './lifecycle';
 
 export const DEFAULT_LEASE_MS = 60_000;
 export const DEFAULT_SESSION_TTL_DAYS = 30;
@@ -84,6 +85,8 @@ export interface TurnEngine {
   clock?: () => number;
   /** Turn and run-start limits (quotas.ts); absent: none, and no counter is read or written. */
   quotas?: QuotaSettings;
+  /** What stops turns from outside (a stopping server, an invocation about to time out); see lifecycle.ts. */
+  lifecycle?: TurnLifecycle;
 }
 
 export interface TurnRequest {
@@ -118,6 +121,10 @@ export interface TurnRequest {
   runInput?: RunInput;
   command?: 'stop';
   idempotencyKey?: string;
+  /**
+   * Aborts the turn: it commits nothing, gives its claim back and fails with TurnAbortedError
+   * (`unavailable`). The engine's lifecycle signal does the same.
+   */
   signal?: AbortSignal;
   /** Each engine event as it happens (live streaming); the committed response is the truth. */
   onEvent?: (event: CanvasEvent) => void;
@@ -160,7 +167,12 @@ const COMPILED_CACHE_SIZE = 200;
 const windowHint = new Map<string, number>();
 
 /** Runs one turn of a run (creating the run on its first turn). */
-export async function executeTurn(engine: TurnEngine, original: TurnRequest): Promise<TurnResult> {
+export function executeTurn(engine: TurnEngine, request: TurnRequest): Promise<TurnResult> {
+  const signal = turnSignal(engine.lifecycle, request.signal);
+  return tracked(engine.lifecycle, runTurn(engine, signal ? { ...request, signal } : request));
+}
+
+async function runTurn(engine: TurnEngine, original: TurnRequest): Promise<TurnResult> {
   // streamed events are seen at once: such a turn claims before its first one
   const lazy = original.onEvent === undefined;
   const keyed = original.idempotencyKey !== undefined;
@@ -240,7 +252,9 @@ export interface ClaimOptions {
  * turn that is ours for `leaseMs` — to run now, or (an async turn) to hand to a worker with
  * its claim token.
  */
-export async function claimNextTurn(engine: TurnEngine, original: TurnRequest, options: ClaimOptions = {}): Promise<Begun> {
+export async function claimNextTurn(engine: TurnEngine, request: TurnRequest, options: ClaimOptions = {}): Promise<Begun> {
+  const signal = turnSignal(engine.lifecycle, request.signal);
+  const original = signal ? { ...request, signal } : request;
   let existing = false;
   for (let attempt = 0; ; attempt++) {
     try {
@@ -271,6 +285,7 @@ async function beginTurn(engine: TurnEngine, original: TurnRequest, options: Cla
   let admitted = false;
   const deadline = now(engine) + (engine.idempotencyWaitMs ?? leaseOf(engine));
   for (let pause = 50, attempt = 0; attempt < 200; attempt++, pause = Math.min(pause * 2, 500)) {
+    if (request.signal?.aborted) throw abortedBy(request.signal);
     let replacing: string | null = null;
     let runId = request.runId;
     // a continuing turn without turn_number: its key is kept in a record of its own
@@ -487,6 +502,7 @@ async function runAndCommit(engine: TurnEngine, started: Started): Promise<TurnR
   // the claim is taken just before the first batch that reaches outside the run
   const control: TurnControl = started.claim ? {} : { beforeBatch: (batch) => (batch.external ? claimed() : undefined) };
   const events: CanvasEvent[] = [];
+  const { signal } = request;
   try {
     const run = request.command === 'stop' ? prepared.canvas.stop() : prepared.canvas.run(engineInput(request), control);
     for await (const event of run) {
@@ -494,12 +510,27 @@ async function runAndCommit(engine: TurnEngine, started: Started): Promise<TurnR
       request.onEvent?.(event);
       await request.hooks?.afterEvent?.(event);
     }
-  } catch (error) {
-    // a refusal or a transient failure: give the turn back so a retry need not wait for the lease
-    if (error instanceof EaselError && started.claim) await releaseClaim(engine.store, prepared.head, started.claim).catch(() => undefined);
+    // aborted between batches, the canvas ends the turn as cancelled: that is not committed either
+    if (signal?.aborted) throw abortedBy(signal);
+  } catch (caught) {
+    const error = signal?.aborted ? abortedBy(signal) : caught;
+    // a refusal, a transient failure or an abort: give the turn back so a retry need not wait for the lease
+    if (error instanceof EaselError && started.claim) await giveBack(engine, started);
     throw error;
   }
   return commitCanvas(engine, request, prepared, started.claim, events, { token: started.token, ...(started.keyHash ? { keyHash: started.keyHash } : {}), fingerprint: started.fingerprint });
+}
+
+/**
+ * Gives a claim back that will not be committed. A key record naming it is let go as well, so
+ * that a retry with the key takes the turn at once instead of waiting for the attempt to expire.
+ */
+async function giveBack(engine: TurnEngine, started: Started): Promise<void> {
+  const { request, prepared, claim } = started;
+  if (!claim) return;
+  await releaseClaim(engine.store, prepared.head, claim).catch(() => undefined);
+  const keyRecord = started.keyHash !== undefined && request.runId !== undefined && request.turnNumber === undefined;
+  if (keyRecord) await abandonIdempotency(engine.store, request.tenant, started.keyHash as string, started.token).catch(() => undefined);
 }
 
 /** The turn's input as the engine takes it (with the caller's abort signal). */

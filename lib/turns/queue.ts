@@ -62,9 +62,12 @@ type Worked = { resumed_from_checkpoint?: number | null; checkpoints_written?: n
 
 export type Outcome =
   | ({ kind: 'done'; runId: string; turn: number; status: string } & Worked)
-  | ({ kind: 'continued'; runId: string; turn: number } & Worked)
+  /** `aborted`: the invocation ran out (or the process stopped) in the middle of a batch, which the next worker runs again. */
+  | ({ kind: 'continued'; runId: string; turn: number; aborted?: true } & Worked)
   | { kind: 'retry'; reason: string }
   | { kind: 'superseded'; reason: string }
+  /** Aborted midway by a worker whose queue goes with it (npm start stopping): given back, nothing committed. */
+  | { kind: 'released'; runId: string; turn: number; reason: string }
   | { kind: 'failed'; code: string; reason: string };
 
 export interface QueueDeps {
@@ -77,6 +80,8 @@ export interface QueueDeps {
   requeue?: (message: QueueMessage) => Promise<void>;
   /** How long an async turn's claim waits for its next worker. @default 20 minutes */
   holdMs?: number;
+  /** What becomes of a turn aborted midway (see AsyncTurnOptions). @default 'suspend': queued again */
+  onAbort?: AsyncTurnOptions['onAbort'];
 }
 
 export interface Delivery {
@@ -124,6 +129,7 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
     ...(delivery.stopBy !== undefined ? { stopBy: delivery.stopBy } : {}),
     ...(deps.holdMs !== undefined ? { holdMs: deps.holdMs } : {}),
     ...(delivery.hooks ? { hooks: delivery.hooks } : {}),
+    ...(deps.onAbort ? { onAbort: deps.onAbort } : {}),
   };
   try {
     let outcome: AsyncTurnOutcome;
@@ -149,6 +155,11 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
       }
     }
     if (outcome.kind === 'suspended') return await continueLater(deps, message, outcome, claim as NonNullable<typeof claim>);
+    if (outcome.kind === 'released') {
+      const reason = 'the worker stopped before the turn could commit; nothing was committed, and the turn was given back';
+      if (message.callback_url) await notify(deps, message, 'turn.rejected', { code: 'unavailable', error: reason, run_id: outcome.runId });
+      return report(deps, message, { kind: 'released', runId: outcome.runId, turn: outcome.turn, reason });
+    }
     const r = outcome.result.response;
     if (message.callback_url) await notify(deps, message, r.status === 'waiting_for_input' ? 'turn.paused' : `turn.${r.status}`, r);
     return report(deps, message, { kind: 'done', runId: r.run_id, turn: r.turn_number, status: r.status, ...worked(outcome.progress) });
@@ -171,7 +182,7 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
  * worker continues it at once — and a long turn does not use up the redeliveries
  * (maxReceiveCount) that are there for crashes. If that send fails, this delivery is retried.
  */
-async function continueLater(deps: QueueDeps, message: QueueMessage, outcome: { runId: string; turn: number; progress: WorkerProgress }, claim: { runId: string; token: string; turn: number }): Promise<Outcome> {
+async function continueLater(deps: QueueDeps, message: QueueMessage, outcome: { runId: string; turn: number; progress: WorkerProgress; aborted?: true }, claim: { runId: string; token: string; turn: number }): Promise<Outcome> {
   const next: QueueMessage = { ...message, run_id: claim.runId, turn_number: claim.turn - 1, claim: { token: claim.token, turn: claim.turn } };
   try {
     if (!deps.requeue) throw new Error('no queue to continue on');
@@ -179,7 +190,7 @@ async function continueLater(deps: QueueDeps, message: QueueMessage, outcome: { 
   } catch (error) {
     return report(deps, message, { kind: 'retry', reason: `the continuation could not be queued: ${error instanceof Error ? error.message : String(error)}` });
   }
-  return report(deps, message, { kind: 'continued', runId: outcome.runId, turn: outcome.turn, ...worked(outcome.progress) });
+  return report(deps, message, { kind: 'continued', runId: outcome.runId, turn: outcome.turn, ...(outcome.aborted ? { aborted: true } : {}), ...worked(outcome.progress) });
 }
 
 function worked(progress: WorkerProgress | undefined): Worked {

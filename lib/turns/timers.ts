@@ -46,6 +46,8 @@ export async function pumpDueTimers(engine: TurnEngine, limit = 100, log?: (mess
   const due = await listDueRuns(engine.store, (engine.clock ?? Date.now)(), limit);
   const report: PumpReport = { fired: 0, skipped: 0, failed: 0 };
   for (const run of due) {
+    // the entry point is stopping (its invocation is about to end): the rest wait for the next pump
+    if (engine.lifecycle?.signal()?.aborted) break;
     try {
       await fireTimer(engine, run.tenant, run.id, { onlyIfDue: true });
       report.fired++;

@@ -1,13 +1,17 @@
 /**
  * `serverless package` (osls, offline, no AWS credentials) and the CloudFormation it writes:
  * the table as lib/store/table.json defines it, both HTTP entry points, and IAM limited to
- * what the code calls. Each package takes a few seconds (esbuild bundles every function).
+ * what the code calls: one role per function, each granted the DynamoDB actions of the store
+ * modules bundled into that function (read from esbuild's metafile), and models, SSM and the
+ * turn queue only where the function uses them. Each package takes a few seconds (esbuild
+ * bundles every function).
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { build, type Metafile } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import tableJson from '../../lib/store/table.json';
 import { LISTING_INDEX, TIMER_INDEX, TTL_ATTRIBUTE } from '../../lib/store/table';
@@ -58,39 +62,37 @@ function evaluate(t: Template, expr: any): boolean {
   throw new Error(`unknown condition ${JSON.stringify(expr)}`);
 }
 
-/**
- * IAM statements of every policy in the template (the role's inline ones and AWS::IAM::Policy),
- * each with the conditions it depends on (the policy's, an `Fn::If` around the statement).
- */
-function statements(t: Template): { statement: any; conditions: string[] }[] {
-  const out: { statement: any; conditions: string[] }[] = [];
-  const add = (s: any, conditions: string[]) => {
-    if ('Fn::If' in s) {
-      const [condition, then] = s['Fn::If'] as [string, any, any];
-      add(then, [...conditions, condition]); // the else branches here are AWS::NoValue
-    } else out.push({ statement: s, conditions });
-  };
-  for (const [, role] of ofType(t, 'AWS::IAM::Role')) {
-    for (const policy of role.Properties.Policies ?? []) for (const s of policy.PolicyDocument.Statement) add(s, []);
-  }
-  for (const [, policy] of ofType(t, 'AWS::IAM::Policy')) {
-    for (const s of policy.Properties.PolicyDocument.Statement) add(s, policy.Condition ? [policy.Condition] : []);
-  }
-  return out;
-}
-
 const active = (t: Template, conditions: string[]) => conditions.every((c) => evaluate(t, { Condition: c }));
 
 const TABLE_ARN = { 'Fn::GetAtt': ['Table', 'Arn'] };
 const INDEX_ARN = { 'Fn::Join': ['/', [TABLE_ARN, 'index', '*']] };
 const STREAM_ARN = { 'Fn::GetAtt': ['Table', 'StreamArn'] };
 
+/** Our modules bundled into an entry point (every import, static or dynamic), repository-relative. */
+async function modulesOf(entry: string): Promise<string[]> {
+  const { metafile } = await build({
+    entryPoints: [join(root, entry)],
+    absWorkingDir: root,
+    bundle: true,
+    write: false,
+    metafile: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external',
+    outdir: join(root, '.probe-out'),
+    logLevel: 'silent',
+  });
+  return Object.keys((metafile as Metafile).inputs).sort();
+}
+
 /**
- * The DynamoDB IAM actions lib/store sends, from its `new XCommand(` calls. A transaction is
- * authorized per item operation, so TransactWrite adds the operations its items use.
- * setup.ts (table creation) runs locally and in tests only: Lambda never creates tables.
+ * The DynamoDB IAM actions lib/store sends, from its `new XCommand(` calls (only in `files`
+ * when given: the store modules of one function's bundle). A transaction is authorized per item
+ * operation, so TransactWrite adds the operations its items use. setup.ts (table creation) runs
+ * locally and in tests only: Lambda never creates tables.
  */
-async function actionsTheCodeUses(): Promise<string[]> {
+async function actionsTheCodeUses(files?: readonly string[]): Promise<string[]> {
   const direct: Record<string, string[]> = {
     Get: ['GetItem'], Put: ['PutItem'], Update: ['UpdateItem'], Delete: ['DeleteItem'], Query: ['Query'], Scan: ['Scan'],
     BatchGet: ['BatchGetItem'], BatchWrite: ['BatchWriteItem'],
@@ -98,7 +100,8 @@ async function actionsTheCodeUses(): Promise<string[]> {
   const transactItem: Record<string, string> = { Put: 'PutItem', Update: 'UpdateItem', Delete: 'DeleteItem', ConditionCheck: 'ConditionCheckItem', Get: 'GetItem' };
   const dir = join(root, 'lib/store');
   const actions = new Set<string>();
-  for (const file of (await readdir(dir)).filter((f) => f.endsWith('.ts') && f !== 'setup.ts')) {
+  const inStore = (await readdir(dir)).filter((f) => f.endsWith('.ts') && f !== 'setup.ts');
+  for (const file of inStore.filter((f) => files === undefined || files.includes(`lib/store/${f}`))) {
     const source = await readFile(join(dir, file), 'utf8');
     for (const [, name] of source.matchAll(/new (\w+)Command\(/g)) {
       if (name === 'TransactWrite' || name === 'TransactGet') {
@@ -113,12 +116,59 @@ async function actionsTheCodeUses(): Promise<string[]> {
   return [...actions].map((a) => `dynamodb:${a}`).sort();
 }
 
+/** The functions of serverless.yml: their CloudFormation ids, entry points and log groups' names. */
+const FUNCTIONS = {
+  http: { id: 'HttpLambdaFunction', entry: 'functions/http.ts' },
+  httpStream: { id: 'HttpStreamLambdaFunction', entry: 'functions/http-stream.ts' },
+  queueWorker: { id: 'QueueWorkerLambdaFunction', entry: 'functions/queue-worker.ts' },
+  pump: { id: 'PumpLambdaFunction', entry: 'functions/pump.ts' },
+  sessionCleanup: { id: 'SessionCleanupLambdaFunction', entry: 'functions/session-cleanup.ts' },
+} as const;
+type FunctionName = keyof typeof FUNCTIONS;
+const NAMES = Object.keys(FUNCTIONS) as FunctionName[];
+
+/** The role a function runs with: the id of the AWS::IAM::Role its `Role` points to. */
+function roleOf(t: Template, name: FunctionName): string {
+  const role = t.Resources[FUNCTIONS[name].id]?.Properties.Role as { 'Fn::GetAtt'?: [string, string] } | undefined;
+  const id = role?.['Fn::GetAtt']?.[0];
+  if (!id || role?.['Fn::GetAtt']?.[1] !== 'Arn') throw new Error(`${name}: its role is not a role of this template: ${JSON.stringify(role)}`);
+  return id;
+}
+
+/** Every statement a role is granted (its inline policies, and AWS::IAM::Policy attached to it) with its conditions. */
+function grantsOf(t: Template, roleId: string): { statement: any; conditions: string[] }[] {
+  const out: { statement: any; conditions: string[] }[] = [];
+  const add = (s: any, conditions: string[]) => {
+    if ('Fn::If' in s) {
+      const [condition, then] = s['Fn::If'] as [string, any, any];
+      add(then, [...conditions, condition]); // the else branches here are AWS::NoValue
+    } else out.push({ statement: s, conditions });
+  };
+  for (const policy of t.Resources[roleId]?.Properties.Policies ?? []) for (const s of policy.PolicyDocument.Statement) add(s, []);
+  for (const [, policy] of ofType(t, 'AWS::IAM::Policy')) {
+    if (!(policy.Properties.Roles as unknown[]).some((r) => JSON.stringify(r) === JSON.stringify({ Ref: roleId }))) continue;
+    for (const s of policy.Properties.PolicyDocument.Statement) add(s, policy.Condition ? [policy.Condition] : []);
+  }
+  return out;
+}
+
+/** The statements of a function's role that are in force in `t`, granting an action with `prefix`. */
+function granted(t: Template, name: FunctionName, prefix: string): any[] {
+  return grantsOf(t, roleOf(t, name))
+    .filter(({ statement, conditions }) => active(t, conditions) && [statement.Action].flat().some((a: string) => a.startsWith(prefix)))
+    .map(({ statement }) => statement);
+}
+
+const actionsIn = (statements: any[]) => [...new Set(statements.flatMap((s) => [s.Action].flat() as string[]))].sort();
+
 let plain: Packaged;
 let withSsm: Packaged;
+const bundled = {} as Record<FunctionName, string[]>;
 
 beforeAll(async () => {
   plain = await packageService();
   withSsm = await packageService({ EASEL_LLM_API_KEY_PARAMETER: '/easel/llm-api-key', SSM_KMS_KEY_ARN: 'arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab' });
+  for (const name of NAMES) bundled[name] = await modulesOf(FUNCTIONS[name].entry);
 }, 120_000);
 
 afterAll(async () => {
@@ -170,43 +220,111 @@ describe('serverless package', () => {
     for (const [, group] of ofType(plain.template, 'AWS::Logs::LogGroup')) expect(group.Properties.RetentionInDays).toBe(30);
   });
 
-  it('grants exactly the DynamoDB actions the code uses, on the table and its index only', async () => {
-    const expected = await actionsTheCodeUses();
-    expect(expected).toContain('dynamodb:GetItem');
-    const dynamo = statements(plain.template)
-      .map(({ statement }) => statement)
-      .filter((s) => [s.Action].flat().some((a: string) => a.startsWith('dynamodb:')));
-    const onStream = dynamo.filter((s) => JSON.stringify(s.Resource) === JSON.stringify([STREAM_ARN]));
-    const onTable = dynamo.filter((s) => !onStream.includes(s));
-    // the stream consumer's read access, generated by serverless for the stream event
-    expect(onStream.flatMap((s) => s.Action).sort()).toEqual(['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams']);
-    expect(onTable.flatMap((s) => s.Action).sort()).toEqual(expected);
-    for (const s of onTable) {
-      expect(s.Effect).toBe('Allow');
-      expect(s.Resource).toEqual([TABLE_ARN, INDEX_ARN]);
+  it('gives every function a role of its own, which only Lambda can assume and nothing else shares', () => {
+    const roles = NAMES.map((name) => roleOf(plain.template, name));
+    expect(new Set(roles).size).toBe(NAMES.length);
+    // serverless's shared role is not made at all
+    expect(plain.template.Resources.IamRoleLambdaExecution).toBeUndefined();
+    for (const role of roles) {
+      const { Properties } = plain.template.Resources[role]!;
+      expect(Properties.AssumeRolePolicyDocument.Statement).toEqual([{ Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' }]);
+      expect(Properties.ManagedPolicyArns).toBeUndefined();
+      expect(Properties.Policies).toHaveLength(1);
+    }
+    // no other policy is attached to a function's role but the SSM one
+    for (const [id, policy] of ofType(withSsm.template, 'AWS::IAM::Policy')) {
+      expect(id).toBe('SsmParameterAccess');
+      expect(policy.Condition).toBe('UsesSsm');
     }
   });
 
-  it('grants Bedrock streaming, and SSM (and KMS) only when parameters are configured', () => {
-    const bedrock = statements(plain.template).filter(({ statement }) => [statement.Action].flat().some((a: string) => a.startsWith('bedrock:')));
-    expect(bedrock.every(({ conditions }) => conditions.length === 0)).toBe(true);
-    expect(bedrock.map(({ statement }) => statement.Action)).toEqual([['bedrock:InvokeModelWithResponseStream']]);
+  it('grants no wildcard action and no resource "*"', () => {
+    for (const t of [plain.template, withSsm.template]) {
+      for (const name of NAMES) {
+        for (const { statement } of grantsOf(t, roleOf(t, name))) {
+          expect(statement.Effect).toBe('Allow');
+          for (const action of [statement.Action].flat() as string[]) expect(action).toMatch(/^[a-z0-9-]+:[A-Za-z]+$/);
+          expect([statement.Resource].flat()).not.toContain('*');
+        }
+      }
+    }
+  });
 
-    const granted = (t: Template, prefix: string) =>
-      statements(t).filter(({ statement, conditions }) => active(t, conditions) && [statement.Action].flat().some((a: string) => a.startsWith(prefix)));
-    expect(granted(plain.template, 'ssm:')).toEqual([]);
-    expect(granted(plain.template, 'kms:')).toEqual([]);
-    expect(granted(withSsm.template, 'ssm:').map(({ statement }) => statement)).toEqual([
-      { Effect: 'Allow', Action: ['ssm:GetParameter'], Resource: { 'Fn::Sub': 'arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/easel/*' } },
-    ]);
-    expect(granted(withSsm.template, 'kms:').map(({ statement }) => statement)).toEqual([
-      {
-        Effect: 'Allow',
-        Action: ['kms:Decrypt'],
-        Resource: 'arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab',
-        Condition: { StringEquals: { 'kms:ViaService': { 'Fn::Sub': 'ssm.${AWS::Region}.amazonaws.com' } } },
-      },
-    ]);
+  it('lets each function write logs to its own log group only', () => {
+    for (const name of NAMES) {
+      const logs = granted(plain.template, name, 'logs:');
+      expect(actionsIn(logs)).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
+      const group = ofType(plain.template, 'AWS::Logs::LogGroup').map(([, g]) => g.Properties.LogGroupName as string).find((n) => n === `/aws/lambda/easel-dev-${name}`);
+      expect(group, name).toBeDefined();
+      expect(logs.flatMap((s) => s.Resource)).toEqual([{ 'Fn::Sub': `arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:${group}:*` }]);
+    }
+  });
+
+  it.each(NAMES)('grants %s exactly the DynamoDB actions of the store modules bundled into it, on the table and its indexes only', async (name) => {
+    const expected = await actionsTheCodeUses(bundled[name]);
+    expect(expected).toContain('dynamodb:Query');
+    const dynamo = granted(plain.template, name, 'dynamodb:');
+    const onStream = dynamo.filter((s) => JSON.stringify(s.Resource) === JSON.stringify([STREAM_ARN]));
+    const onTable = dynamo.filter((s) => !onStream.includes(s));
+    expect(actionsIn(onTable)).toEqual(expected);
+    for (const s of onTable) expect(s.Resource).toEqual([TABLE_ARN, INDEX_ARN]);
+    // only the stream consumer reads the stream, as its event source mapping does
+    if (name === 'sessionCleanup') {
+      expect(actionsIn(onStream)).toEqual(['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams']);
+    } else expect(onStream).toEqual([]);
+  });
+
+  it('grants models and SSM only to the functions that run turns, and SSM (and KMS) only when parameters are configured', () => {
+    const runsTurns = NAMES.filter((name) => bundled[name].includes('lib/turns/execute.ts'));
+    // the pump runs a timer's turn: the form's timeout branch may call a model
+    expect(runsTurns).toEqual(['http', 'httpStream', 'queueWorker', 'pump']);
+    for (const name of NAMES) {
+      const bedrock = granted(plain.template, name, 'bedrock:');
+      if (runsTurns.includes(name)) {
+        expect(bedrock).toEqual([{
+          Effect: 'Allow',
+          Action: ['bedrock:InvokeModelWithResponseStream'],
+          Resource: [
+            { 'Fn::Sub': 'arn:${AWS::Partition}:bedrock:*::foundation-model/*' },
+            { 'Fn::Sub': 'arn:${AWS::Partition}:bedrock:*:${AWS::AccountId}:inference-profile/*' },
+          ],
+        }]);
+      } else expect(bedrock).toEqual([]);
+      expect(granted(plain.template, name, 'ssm:')).toEqual([]);
+      expect(granted(plain.template, name, 'kms:')).toEqual([]);
+      const ssm = granted(withSsm.template, name, 'ssm:');
+      const kms = granted(withSsm.template, name, 'kms:');
+      if (!runsTurns.includes(name)) {
+        expect([...ssm, ...kms]).toEqual([]);
+        continue;
+      }
+      expect(ssm).toEqual([
+        { Effect: 'Allow', Action: ['ssm:GetParameter'], Resource: { 'Fn::Sub': 'arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/easel/*' } },
+      ]);
+      expect(kms).toEqual([
+        {
+          Effect: 'Allow',
+          Action: ['kms:Decrypt'],
+          Resource: 'arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab',
+          Condition: { StringEquals: { 'kms:ViaService': { 'Fn::Sub': 'ssm.${AWS::Region}.amazonaws.com' } } },
+        },
+      ]);
+    }
+  });
+
+  it('lets only the API and the worker send to the turn queue, only the worker receive from it, and the cleanup reach its own dead-letter queue only', () => {
+    const queue = { 'Fn::GetAtt': ['TurnQueue', 'Arn'] };
+    const sqs = Object.fromEntries(NAMES.map((name) => [name, granted(plain.template, name, 'sqs:').map((s) => ({ actions: [s.Action].flat().sort(), resource: s.Resource }))]));
+    expect(sqs).toEqual({
+      http: [{ actions: ['sqs:SendMessage'], resource: [queue] }],
+      httpStream: [{ actions: ['sqs:SendMessage'], resource: [queue] }],
+      queueWorker: [
+        { actions: ['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage'], resource: [queue] },
+        { actions: ['sqs:SendMessage'], resource: [queue] },
+      ],
+      pump: [],
+      sessionCleanup: [{ actions: ['sqs:SendMessage'], resource: [{ 'Fn::GetAtt': ['SessionCleanupDeadLetters', 'Arn'] }] }],
+    });
   });
 
   it('bundles each function on its own, SDK included', async () => {

@@ -177,7 +177,6 @@ describe('functions/http-stream: Function URL in RESPONSE_STREAM mode', () => {
 
   it('ends the invocation when a stalled stream never drains, after the turn committed', async () => {
     const created = await invokeHttp('POST', '/workflows/v1/workflows', { body: { name: 'chat', dsl: llmStream } });
-    llm.enqueue({ kind: 'text', text: 'nobody reads this', chunks: 3, delayMs: CHUNK_DELAY_MS });
     // the first write goes through, the next never completes (a dead connection that blocks)
     const chunks: string[] = [];
     const stuck = new Writable({
@@ -186,9 +185,11 @@ describe('functions/http-stream: Function URL in RESPONSE_STREAM mode', () => {
         if (chunks.length === 1) callback();
       },
     });
-    // 2.5 s left: the drain is cut to what the invocation has left minus a second
-    const context = invocationContext('easel-test-http-stream', 2500);
-    const started = performance.now();
+    // the invocation's clock is the test's: plenty of time while the turn runs, then (once the
+    // turn has settled) a second left, all of which the drain would need: it gets none
+    let remaining = 900_000;
+    const context = { ...invocationContext('easel-test-http-stream'), getRemainingTimeInMillis: () => remaining };
+    llm.enqueue({ kind: 'text', text: 'nobody reads this', chunks: 3, until: llm.arrived(llm.calls + 1).then(() => void (remaining = 1000)) });
     const { lines } = await captureOutput(() =>
       streamHandler(
         functionUrlEvent('POST', `/workflows/v1/workflows/${created.json.id}/execute`, { key: secret, body: { run_input: { query: 'hello?' } }, headers: { accept: 'text/event-stream' } }),
@@ -196,9 +197,8 @@ describe('functions/http-stream: Function URL in RESPONSE_STREAM mode', () => {
         context,
       ),
     );
-    const tookMs = performance.now() - started;
-    expect(tookMs).toBeGreaterThanOrEqual(1400);
-    expect(tookMs).toBeLessThan(2500);
+    // the handler returned although the writer never drained: it did not wait for it
+    expect(stuck.writableNeedDrain || stuck.writableLength > 0).toBe(true);
     expect(lines.map((l) => l.message)).toContain('response stream stalled after its turns settled; ending the invocation');
     // the body was read to its end (into the writer's buffer); it is the writer that never drains
     expect(lines.find((l) => l.message === 'request')).toMatchObject({ status: 200, stream: 'complete' });

@@ -23,9 +23,10 @@ beforeAll(async () => {
   ({ handler } = (await import('../../functions/http')) as unknown as { handler: Handler });
 });
 
-async function invoke(method: string, path: string, options: RequestOptions = {}) {
-  const event = httpApiEvent(method, path, { key: secret, ...options });
-  const context = invocationContext('easel-test-http');
+async function invoke(method: string, path: string, options: RequestOptions & { remainingMs?: number } = {}) {
+  const { remainingMs, ...request } = options;
+  const event = httpApiEvent(method, path, { key: secret, ...request });
+  const context = invocationContext('easel-test-http', remainingMs);
   const { result, lines, raw } = await captureOutput(() => handler(event, context));
   const text = result.isBase64Encoded ? Buffer.from(result.body ?? '', 'base64').toString('utf8') : (result.body ?? '');
   let json: any;
@@ -144,6 +145,23 @@ describe('functions/http: API Gateway HTTP API (payload 2.0)', () => {
     const bad = await invoke('GET', '/workflows/v1/workflows', { query: 'limit=0' });
     expect(bad.status).toBe(400);
     expect(bad.json).toMatchObject({ code: 'invalid_request' });
+  });
+
+  it('aborts a turn its invocation has no time left for (EASEL_DEADLINE_MARGIN_MS): 503, nothing committed, the same key then runs it', async () => {
+    const workflowId = await createWorkflow();
+    const execute = `/workflows/v1/workflows/${workflowId}/execute`;
+    const first = await invoke('POST', execute, { body: { run_input: { query: 'hello' } } });
+    const answer = { run_id: first.json.run_id, turn_number: 1, run_input: { inputs: { name: 'Ada', age: 36, plan: 'pro', profile: { city: 'London' } } } };
+    // 2 s left, under the 3 s margin: the turn is aborted before it starts
+    const late = await invoke('POST', execute, { body: answer, headers: { 'idempotency-key': 'deadline-1' }, remainingMs: 2_000 });
+    expect(late.status, late.raw).toBe(503);
+    expect(late.json).toMatchObject({ code: 'unavailable', error: expect.stringMatching(/^the invocation was about to time out: /) });
+    const run = await invoke('GET', `/workflows/v1/workflow-runs/${first.json.run_id}`);
+    expect(run.json).toMatchObject({ turn_number: 1, status: 'waiting_for_input', turn_in_progress: null });
+
+    const retry = await invoke('POST', execute, { body: answer, headers: { 'idempotency-key': 'deadline-1' } });
+    expect(retry.status, retry.raw).toBe(200);
+    expect(retry.json).toMatchObject({ status: 'completed', turn_number: 2 });
   });
 
   it('buffers a streamed execute: the whole SSE body at once, ending with turn_response', async () => {

@@ -126,6 +126,19 @@ describe('functions/queue-worker', () => {
     expect(head).toMatchObject({ turn: 1, status: 'completed', claim: null });
   });
 
+  it('hands the message back when the invocation has less than EASEL_DEADLINE_MARGIN_MS left, having run nothing', async () => {
+    const message = await claimedMessage();
+    const since = model.calls;
+    const record = sqsRecord(JSON.stringify(message));
+    const { result } = await captureOutput(() => handler({ Records: [record] }, contextWith(1_000)));
+    expect(result.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(model.calls).toBe(since);
+    // the claim waits for the next delivery, with no worker's lease on it
+    const head = await getHead(engine.store, message.tenant, message.run_id as string);
+    expect(head).toMatchObject({ turn: 0, claim: { token: message.claim?.token } });
+    expect(head.claim?.owner).toBeUndefined();
+  });
+
   it('runs the whole turn in one invocation when there is time', async () => {
     const message = await claimedMessage();
     const sentBefore = sqs.sent.length;

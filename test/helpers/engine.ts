@@ -21,7 +21,8 @@ export function testEngine(options: { openaiUrl?: string; leaseMs?: number; stor
     store: options.store ?? testStore(),
     registry: builtinComponents,
     services: testServices({ ...(options.openaiUrl ? { openaiUrl: options.openaiUrl } : {}), ...(options.allow ? { allow: options.allow } : {}) }),
-    leaseMs: options.leaseMs ?? 2000,
+    // a claim outlives any turn of a test on the wall clock; tests of expiry move their own clock past it
+    leaseMs: options.leaseMs ?? 60_000,
   };
 }
 

@@ -10,7 +10,8 @@ export function testServices(options: { openaiUrl?: string; defaultModel?: strin
     ...(options.openaiUrl ? { openai: { baseUrl: options.openaiUrl, apiKey: TEST_API_KEY } } : {}),
     defaultModel: options.defaultModel ?? (options.openaiUrl ? 'openai:test-default' : 'echo'),
     models: options.models ?? {},
-    timeoutMs: options.timeoutMs ?? 2000,
+    // a slow answer on a loaded machine is not a lost one: tests of timeouts set their own
+    timeoutMs: options.timeoutMs ?? 60_000,
     retry: { ...DEFAULT_RETRY, baseDelayMs: 5, maxDelayMs: 20 },
   };
   return services({

@@ -8,12 +8,15 @@ export interface TargetServer {
   close(): Promise<void>;
 }
 
-export async function startTarget(): Promise<TargetServer> {
+/** `onRequest` is told of each request as it is recorded (tests that keep an ordered log). */
+export async function startTarget(onRequest?: (request: TargetServer['requests'][number]) => void): Promise<TargetServer> {
   const requests: TargetServer['requests'] = [];
   const server: Server = createServer(async (req, res) => {
     let body = '';
     for await (const chunk of req) body += String(chunk);
-    requests.push({ at: Date.now(), path: req.url ?? '', body });
+    const request = { at: Date.now(), path: req.url ?? '', body };
+    requests.push(request);
+    onRequest?.(request);
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, n: requests.length }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -1,14 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from '../helpers/canvas';
-import { newTenant, testEngine } from '../helpers/engine';
+import { newTenant, testEngine, testStore } from '../helpers/engine';
+import { gate } from '../helpers/gate';
 import { type Served, serveApp, sseFrames } from '../helpers/http';
 import { OpenAiServer } from '../llm/openai-server';
+
+const LEASE_MS = 60_000;
+/** The server's clock: the wall clock, moved ahead by the test when a lease is to run out. */
+let ahead = 0;
+const clock = () => Date.now() + ahead;
 
 let api: Served;
 let model: OpenAiServer;
 beforeAll(async () => {
   model = await OpenAiServer.start();
-  api = await serveApp(testEngine({ openaiUrl: model.url, leaseMs: 400 }));
+  api = await serveApp({ ...testEngine({ openaiUrl: model.url, leaseMs: LEASE_MS, store: { ...testStore(), now: clock } }), clock });
 });
 afterAll(async () => {
   await api.close();
@@ -88,12 +94,16 @@ describe('the native API scenario', () => {
     const dsl = fixture('llm-stream');
     const wf = await createWorkflow(dsl);
     const t1 = await execute(wf, { run_input: { query: 'first' } });
-    model.enqueue({ kind: 'text', text: 'a slow answer that outlives its lease', chunks: 6, delayMs: 150 });
+    const release = gate();
+    const since = model.calls;
+    model.enqueue({ kind: 'text', text: 'a slow answer that outlives its lease', chunks: 6, until: release.opened });
     const slow = execute(wf, { run_id: t1.json.run_id, turn_number: 1, run_input: { query: 'slow' } }, { headers: { accept: 'text/event-stream' } });
-    await new Promise((resolve) => setTimeout(resolve, 600)); // past the 400 ms lease
+    await model.arrived(since + 1); // the slow turn holds its claim, and the model holds its answer
+    ahead += LEASE_MS + 1; // its lease runs out, as every other request sees it
     model.enqueue({ kind: 'text', text: 'quick' });
     const quick = await execute(wf, { run_id: t1.json.run_id, turn_number: 1, run_input: { query: 'quick' } });
     expect(quick.json).toMatchObject({ turn_number: 2, status: 'completed' });
+    release.open();
     const frames = sseFrames((await slow).text);
     expect(frames.some((f) => f.event === 'message')).toBe(true);
     expect(frames.at(-1)).toEqual({ event: 'turn_error', data: { code: 'turn_conflict', error: expect.any(String), current_turn_number: 2 } });

@@ -236,6 +236,14 @@ export class BedrockTestServer {
     return this.requests.length;
   }
 
+  private readonly arrivals = new Set<{ count: number; resolve: () => void }>();
+
+  /** Resolves once `count` requests have arrived in all: tests act on arrivals, not on timers. */
+  arrived(count: number): Promise<void> {
+    if (this.requests.length >= count) return Promise.resolve();
+    return new Promise((resolve) => this.arrivals.add({ count, resolve }));
+  }
+
   /** Queue responses, one per request, in order. */
   enqueue(...responses: ScriptedResponse[]): this {
     this.queue.push(...responses);
@@ -288,6 +296,11 @@ export class BedrockTestServer {
         body,
         rawBody,
       });
+      for (const waiter of this.arrivals) {
+        if (this.requests.length < waiter.count) continue;
+        this.arrivals.delete(waiter);
+        waiter.resolve();
+      }
       if (headers[':method'] !== 'POST' || !match) {
         this.sendError(stream, { kind: 'error', status: 404, errorType: 'UnknownOperationException', message: `no route for ${path}` });
         return;

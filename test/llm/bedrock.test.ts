@@ -251,17 +251,15 @@ describe('bedrock provider (real SDK against a local ConverseStream server)', ()
     expect(error).toBeInstanceOf(LlmTransientError);
     expect((error as Error).message).toContain('timeout');
     expect((error as Error).message).toContain(MODEL);
+    // not before the deadline (after it, however loaded the machine: the message says why it ended)
     expect(elapsed).toBeGreaterThanOrEqual(timeoutMs - 20);
-    expect(elapsed).toBeLessThan(timeoutMs + 1_000);
     expect(server.calls).toBe(1);
   });
 
   it('times out a request that never gets response headers, and retries it', async () => {
     server.enqueue({ kind: 'stall' }, textAnswer('second time lucky', { deltas: 2 }));
     const timeoutMs = 200;
-    const started = Date.now();
     const events = await collect(provider({ timeoutMs }).chat(request()));
-    expect(Date.now() - started).toBeLessThan(2 * timeoutMs + 1_000);
     expect(events.at(-1)).toMatchObject({ type: 'done', finish_reason: 'stop' });
     expect(server.calls).toBe(2);
   });
@@ -295,10 +293,9 @@ describe('bedrock provider (real SDK against a local ConverseStream server)', ()
   it('stops at once, without retrying, when the caller aborts', async () => {
     server.always(stallMidStream());
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 50);
-    const started = Date.now();
-    const error = await failure(provider({ timeoutMs: 5_000 }).chat(request({ signal: controller.signal })));
-    expect(Date.now() - started).toBeLessThan(1_000);
+    void server.arrived(server.calls + 1).then(() => controller.abort());
+    // a call that did not stop would end in its timeout, a minute later (the test's timeout first)
+    const error = await failure(provider({ timeoutMs: 60_000 }).chat(request({ signal: controller.signal })));
     expect(error).toBeInstanceOf(LlmTransientError);
     expect((error as Error).message).toContain('cancelled');
     expect(server.calls).toBe(1);
@@ -306,14 +303,13 @@ describe('bedrock provider (real SDK against a local ConverseStream server)', ()
 
   it('releases a stalled stream promptly when the reader stops early', async () => {
     server.always(stallMidStream(['first']));
-    const started = Date.now();
     const seen: ChatEvent[] = [];
-    for await (const event of provider({ timeoutMs: 10_000 }).chat(request())) {
+    // a reader that waited for the stalled stream would wait for its ten-minute timeout (the test's first)
+    for await (const event of provider({ timeoutMs: 600_000 }).chat(request())) {
       seen.push(event);
       break;
     }
     expect(seen).toEqual([{ type: 'text', text: 'first' }]);
-    expect(Date.now() - started).toBeLessThan(1_000);
   });
 
   it('rejects tool-call arguments that are not a JSON object before calling the service', async () => {

@@ -2,13 +2,22 @@
  * A local server speaking the OpenAI chat-completions protocol, for tests of the real client:
  * SSE streams with `data:` chunks, tool-call deltas, usage, plain JSON answers, error statuses
  * and stalls. Replies come from a queue, else from `respond(body)`; every request is recorded.
+ * A test can hold an answer until it says so (`until`), and wait until requests have arrived
+ * (`arrived`): the order of events, not the time they take, is what tests go by.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export type Reply =
-  /** `until`: the answer starts once it settles (a test holds the model call open without a clock). */
-  | { kind: 'text'; text: string; chunks?: number; stream?: boolean; delayMs?: number; until?: Promise<unknown> }
+  | {
+    kind: 'text';
+    text: string;
+    chunks?: number;
+    stream?: boolean;
+    delayMs?: number;
+    /** A model the test holds: streamed, the first chunk comes, then the rest once this settles; not streamed, the answer waits for it. */
+    until?: Promise<unknown>;
+  }
   | { kind: 'tools'; calls: { name: string; arguments: Record<string, unknown> }[]; text?: string; stream?: boolean }
   | { kind: 'status'; status: number; message?: string; headers?: Record<string, string> }
   | { kind: 'stall' };
@@ -33,6 +42,7 @@ export class OpenAiServer {
   private readonly queue: Reply[] = [];
   private readonly stalled = new Set<ServerResponse>();
   respond: (body: RecordedRequest['body']) => Reply = () => ({ kind: 'text', text: 'ok' });
+  private readonly arrivals = new Set<{ count: number; resolve: () => void }>();
 
   private constructor(private readonly server: Server) {}
 
@@ -56,6 +66,12 @@ export class OpenAiServer {
     this.queue.push(...replies);
   }
 
+  /** Resolves once `count` requests have arrived in all (their bodies read and recorded). */
+  arrived(count: number): Promise<void> {
+    if (this.requests.length >= count) return Promise.resolve();
+    return new Promise((resolve) => this.arrivals.add({ count, resolve }));
+  }
+
   async close(): Promise<void> {
     for (const res of this.stalled) res.destroy();
     this.server.closeAllConnections();
@@ -72,6 +88,11 @@ export class OpenAiServer {
     const body = JSON.parse(raw) as RecordedRequest['body'];
     const recorded: RecordedRequest = { path: req.url, headers: req.headers, body };
     this.requests.push(recorded);
+    for (const waiter of this.arrivals) {
+      if (this.requests.length < waiter.count) continue;
+      this.arrivals.delete(waiter);
+      waiter.resolve();
+    }
     res.once('finish', () => {
       recorded.completed = true;
     });
@@ -89,7 +110,7 @@ export class OpenAiServer {
         return;
       case 'text':
       case 'tools': {
-        if (reply.kind === 'text' && reply.until) await reply.until;
+        if (reply.kind === 'text' && reply.until && (reply.stream === false || body.stream === false)) await reply.until;
         const text = reply.kind === 'text' ? reply.text : (reply.text ?? '');
         const calls = reply.kind === 'tools' ? reply.calls.map((c, i) => ({ id: `call_${this.requests.length}_${i}`, name: c.name, arguments: JSON.stringify(c.arguments) })) : [];
         const finish = calls.length > 0 ? 'tool_calls' : 'stop';
@@ -108,10 +129,16 @@ export class OpenAiServer {
         send({ ...base, choices: [{ index: 0, delta: { role: 'assistant' }, finish_reason: null }] });
         const pieces = split(text, reply.kind === 'text' ? (reply.chunks ?? 3) : 1);
         const delay = reply.kind === 'text' ? (reply.delayMs ?? 0) : 0;
-        for (const piece of pieces) {
+        const until = reply.kind === 'text' ? reply.until : undefined;
+        if (until) this.stalled.add(res);
+        for (const [i, piece] of pieces.entries()) {
           send({ ...base, choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
+          if (i === 0 && until) await until;
           await new Promise((resolve) => (delay > 0 ? setTimeout(resolve, delay) : setImmediate(resolve)));
         }
+        this.stalled.delete(res);
+        // the client may have gone meanwhile (an aborted turn)
+        if (res.destroyed) return;
         calls.forEach((c, index) => {
           // arguments arrive in two fragments, as real providers send them
           const half = Math.floor(c.arguments.length / 2);

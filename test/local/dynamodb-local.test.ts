@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -181,10 +181,11 @@ describe('startDynamoDbLocal', () => {
   });
 
   it('fails after the deadline when nothing answers, and stops the process', async () => {
-    const java = await fakeJava('openjdk version "17.0.1"', 'echo "still starting" >&2; exec sleep 30');
-    const started = Date.now();
+    // it notes the SIGTERM it gets (a SIGKILL, which cannot be trapped, would leave no note)
+    const marker = join(await tempDir('easel-fake-java-stop-'), 'stopped-by');
+    const java = await fakeJava('openjdk version "17.0.1"', `echo "still starting" >&2; trap 'echo TERM > "${marker}"; kill $! 2>/dev/null; exit 0' TERM; sleep 30 & wait`);
     await expect(startDynamoDbLocal({ javaCommand: java, readyTimeoutMs: 300 })).rejects.toThrow(/did not answer within 300 ms:\nstill starting/);
-    expect(Date.now() - started).toBeLessThan(5_000); // stopped with SIGTERM, not the 5 s SIGKILL
+    expect((await readFile(marker, 'utf8')).trim()).toBe('TERM'); // stopped with SIGTERM, not the SIGKILL that follows it
   });
 
   it('kills the JVM through its watchdog when this process goes away', async () => {

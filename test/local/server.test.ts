@@ -1,12 +1,12 @@
 /**
  * `npm start` end to end: the real entry point (tsx lib/local/server.ts) in a child process,
  * first on its own DynamoDB Local (--in-memory), then twice on the test DynamoDB with one table
- * to show a restart duplicates nothing; the examples over HTTP; the keys CLI; SIGINT.
+ * to show a restart duplicates nothing; the examples over HTTP; the keys CLI; SIGINT. A stop
+ * with turns in flight is shutdown.test.ts. The tests wait for what the server prints or logs.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileWorkflow } from '../../lib/canvas';
@@ -26,101 +26,21 @@ import {
 } from '../../lib/local/bootstrap';
 import { revokeApiKey } from '../../lib/store/api-keys';
 import { testTable } from '../helpers/dynamo';
-import { OpenAiServer } from '../llm/openai-server';
+import { api as call, childEnv, freePort, portFree, type Running, spawnServer, startServer as start, stopLeftovers, stopServer, TSX } from './npm-start';
 
-const TSX = join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
 const ADMIN_KEY = `local-test-key-${Math.random().toString(36).slice(2)}`;
 const EXAMPLE_IDS = ['ex-callback', 'ex-form-intake', 'ex-loop-survey', 'ex-support-triage'];
 
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
-}
-
-/** True when nothing listens on the port (DynamoDB Local binds 0.0.0.0, the server 127.0.0.1). */
-function portFree(port: number, host: string): Promise<boolean> {
-  return new Promise((done) => {
-    const server = createServer();
-    server.once('error', () => done(false));
-    server.listen(port, host, () => server.close(() => done(true)));
-  });
-}
-
-/** The environment of a child: the parent's, minus what would change its behaviour. */
-function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
-  for (const name of Object.keys(env)) if (name.startsWith('EASEL_') || name === 'PORT') delete env[name];
-  return { ...env, ...extra };
-}
-
-interface Running {
-  url: string;
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
-
-const children = new Set<ChildProcess>();
 afterAll(async () => {
   // a failed test must not leave a server (or its DynamoDB Local) behind
-  await Promise.all([...children].map(async (child) => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    await once(child, 'exit');
-  }));
+  await stopLeftovers();
 });
 
-function spawnServer(env: Record<string, string>, args: string[] = []): Omit<Running, 'url'> {
-  const child = spawn(TSX, ['lib/local/server.ts', ...args], { cwd: REPO_ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  let out = '';
-  let err = '';
-  child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => (err += d));
-  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
-  return { child, stdout: () => out, stderr: () => err, exited };
-}
-
-async function startServer(env: Record<string, string>, args: string[] = [], timeoutMs = 60_000): Promise<Running> {
-  const port = await freePort();
-  const running = spawnServer({ PORT: String(port), EASEL_API_KEY: ADMIN_KEY, ...env }, args);
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + timeoutMs;
-  let gone = false;
-  void running.exited.then(() => (gone = true));
-  for (;;) {
-    if (gone) throw new Error(`the server exited before it was ready:\n${running.stdout()}\n${running.stderr()}`);
-    if (Date.now() > deadline) throw new Error(`the server was not ready after ${timeoutMs} ms:\n${running.stdout()}\n${running.stderr()}`);
-    const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
-    // /health answers once the app serves, which is after the examples and the key are in
-    if (ok && running.stdout().includes('Ready in')) return { ...running, url };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function stopServer(server: Running, signal: NodeJS.Signals = 'SIGINT'): Promise<number | null> {
-  server.child.kill(signal);
-  const code = await server.exited;
-  children.delete(server.child);
-  return code;
-}
-
-async function api(url: string, key: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, json: text ? JSON.parse(text) : undefined };
-}
+const startServer = (env: Record<string, string>, args: string[] = []) => start(ADMIN_KEY, env, args);
+const api = async (url: string, key: string, method: string, path: string, body?: unknown) => {
+  const { status, json } = await call(url, key, method, path, body);
+  return { status, json };
+};
 
 /** The text of the turn's messages (deltas are merged in the JSON response). */
 function messages(turn: { events: { event: string; data: { content?: string } }[] }): string {
@@ -241,11 +161,10 @@ describe('npm start on its own DynamoDB Local (--in-memory)', () => {
     expect(created.status).toBe(201);
     const t1 = await api(server.url, ADMIN_KEY, 'POST', `/workflows/v1/workflows/${created.json.id}/execute`, { run_input: { query: 'call me' } });
     expect(t1.json).toMatchObject({ status: 'waiting_for_input', has_background_work: true });
-    let run = t1.json;
-    for (let i = 0; i < 40 && run.status !== 'completed'; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      run = (await api(server.url, ADMIN_KEY, 'GET', `/workflows/v1/workflow-runs/${t1.json.run_id}`)).json;
-    }
+    // the server logs a pump that fired a timer once its turn has committed (this is the only
+    // run with a timer here); the timer is due a second after the pause
+    await server.logged(/^\[easel\] timers pumped \{"fired":1,/);
+    const run = (await api(server.url, ADMIN_KEY, 'GET', `/workflows/v1/workflow-runs/${t1.json.run_id}`)).json;
     expect(run).toMatchObject({ status: 'completed', turn_number: 2, has_background_work: false });
     const t2 = await api(server.url, ADMIN_KEY, 'GET', `/workflows/v1/workflow-runs/${t1.json.run_id}/turns/2`);
     expect(messages(t2.json.response)).toBe('No number came within 30 seconds: we will write to you instead.');
@@ -272,17 +191,16 @@ describe('npm start on its own DynamoDB Local (--in-memory)', () => {
     const wf = (await api(server.url, ADMIN_KEY, 'POST', '/workflows/v1/workflows', { name: 'queued triage', dsl: triage.dsl })).json.id as string;
     const queued = await api(server.url, ADMIN_KEY, 'POST', '/workflows/v1/local/turn-queue', { workflow_id: wf, run_input: { query: 'where is my shipping?' }, idempotency_key: 'nightly:2026-11-30' });
     expect(queued).toEqual({ status: 202, json: { queued: true } });
-    let runs: { items: { run_id: string; status: string }[] } = { items: [] };
-    for (let i = 0; i < 50 && runs.items[0]?.status !== 'completed'; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      runs = (await api(server.url, ADMIN_KEY, 'GET', `/workflows/v1/workflow-runs?workflow_id=${wf}`)).json;
-    }
+    // the in-process worker logs every message it handled
+    const handled = new RegExp(`^\\[easel\\] queued turn done .*"workflow_id":"${wf}"`);
+    await server.logged(handled, 1);
+    const runs: { items: { run_id: string; status: string }[] } = (await api(server.url, ADMIN_KEY, 'GET', `/workflows/v1/workflow-runs?workflow_id=${wf}`)).json;
     expect(runs.items.map((r) => r.status)).toEqual(['completed']);
     const turn = await api(server.url, ADMIN_KEY, 'GET', `/workflows/v1/workflow-runs/${runs.items[0]?.run_id}/turns/1`);
     expect(messages(turn.json.response)).toMatch(/^\[shipping\]/);
     // the same message again (a duplicate delivery): absorbed by its idempotency key
     await api(server.url, ADMIN_KEY, 'POST', '/workflows/v1/local/turn-queue', { workflow_id: wf, run_input: { query: 'where is my shipping?' }, idempotency_key: 'nightly:2026-11-30' });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await server.logged(handled, 2);
     expect((await api(server.url, ADMIN_KEY, 'GET', `/workflows/v1/workflow-runs?workflow_id=${wf}`)).json.items).toHaveLength(1);
 
     const refusals = await Promise.all([
@@ -377,44 +295,9 @@ describe('npm start on an existing DynamoDB (EASEL_DYNAMODB_ENDPOINT)', () => {
     expect(await stopServer(second)).toBe(0);
   }, 40_000);
 
-  it('lets an async turn in its worker commit when stopped (SIGTERM) mid-turn', async () => {
-    const model = await OpenAiServer.start();
-    model.respond = () => ({ kind: 'text', text: 'slow but sure', chunks: 4, delayMs: 250 });
-    const env = {
-      EASEL_DYNAMODB_ENDPOINT: testTable().endpoint,
-      EASEL_DYNAMODB_TABLE: `${table}-stop`,
-      EASEL_LLM_BASE_URL: model.url,
-      EASEL_LLM_DEFAULT_MODEL: 'openai:slow',
-      EASEL_LLM_API_KEY: 'sk-local-test',
-    };
-    const running = await startServer(env);
-    try {
-      const dsl = { components: {
-        begin: { obj: { component_name: 'Begin', params: {} }, downstream: ['LLM:Slow'], upstream: [] },
-        'LLM:Slow': { obj: { component_name: 'LLM', params: { llm_id: 'openai:slow', sys_prompt: 'Be slow.', prompts: [{ role: 'user', content: '{sys.query}' }] } }, downstream: [], upstream: ['begin'] },
-      } };
-      const wf = (await api(running.url, ADMIN_KEY, 'POST', '/workflows/v1/workflows', { name: 'slow', dsl })).json.id as string;
-      const accepted = await fetch(`${running.url}/workflows/v1/workflows/${wf}/execute`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json', prefer: 'respond-async' },
-        body: JSON.stringify({ run_input: { query: 'take your time' } }),
-      });
-      const { run_id: runId } = (await accepted.json()) as { run_id: string };
-      for (let i = 0; i < 100 && model.calls === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
-      expect(model.calls).toBe(1); // the model is answering (about a second) when the stop comes
-      expect(await stopServer(running, 'SIGTERM')).toBe(0);
-      const { getHead } = await import('../../lib/store/sessions');
-      const head = await getHead({ doc: testTable().doc, table: `${table}-stop` }, LOCAL_TENANT, runId);
-      expect(head).toMatchObject({ turn: 1, status: 'completed', claim: null });
-    } finally {
-      await model.close();
-    }
-  }, 60_000);
-
   it('refuses an EASEL_API_KEY under 16 characters, saying so', async () => {
     const s = spawnServer({ EASEL_API_KEY: 'too-short', PORT: String(await freePort()) });
-    expect(await s.exited).toBe(1);
-    children.delete(s.child);
+    expect(await stopServer(s, null)).toBe(1);
     expect(s.stderr()).toContain('EASEL_API_KEY must be at least 16 characters long (it has 9)');
   });
 });

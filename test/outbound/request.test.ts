@@ -466,17 +466,16 @@ describe('outboundRequest limits and failures', () => {
     const elapsed = Date.now() - started;
     expect(err).toMatchObject({ reason: 'timeout', transient: true });
     expect(err.message).toBe(`outbound request to ${s.origin} timed out after 300 ms`);
+    // not before the deadline; after it, the reason says the deadline ended it
     expect(elapsed).toBeGreaterThanOrEqual(280);
-    expect(elapsed).toBeLessThan(2_000);
     expect(s.seen).toHaveLength(1);
   });
 
   it('keeps one deadline across redirects', async () => {
     const s = await serve((req, res) => setTimeout(() => redirectTo(() => `/${Number(req.url?.slice(1)) + 1}`)(req, res, ''), 150));
-    const started = Date.now();
+    // a deadline per hop would follow all 20 redirects (3 s) and fail on their number instead
     const err = await outboundFailure(request({ url: `${s.origin}/0`, timeoutMs: 500, maxRedirects: 20 }));
     expect(err.reason).toBe('timeout');
-    expect(Date.now() - started).toBeLessThan(1_500);
     expect(s.seen.length).toBeLessThanOrEqual(4);
   });
 
@@ -504,13 +503,11 @@ describe('outboundRequest limits and failures', () => {
   });
 
   it('stops when the caller aborts', async () => {
-    const s = await serve(() => undefined);
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 100);
-    const started = Date.now();
-    const err = await outboundFailure(request({ url: s.origin, signal: controller.signal }));
+    // aborted once the server has the request; a request that did not stop would time out instead
+    const s = await serve(() => controller.abort());
+    const err = await outboundFailure(request({ url: s.origin, signal: controller.signal, timeoutMs: 60_000 }));
     expect(err).toMatchObject({ reason: 'aborted', transient: true });
-    expect(Date.now() - started).toBeLessThan(2_000);
   });
 
   it('does nothing when the caller signal is already aborted', async () => {

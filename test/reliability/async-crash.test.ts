@@ -3,12 +3,20 @@
  * worker process from its last checkpoint. The model server counts every call: the calls made
  * before the checkpoint are not made again.
  *
- * Each worker is a process of its own (test/turns/async-worker.ts) running the real queue
- * handler on an SQS record; the turn is claimed over HTTP with `Prefer: respond-async`.
+ * Each worker is a process of its own (test/turns/async-worker.ts, bundled once with esbuild)
+ * running the real queue handler on an SQS record; the turn is claimed over HTTP with
+ * `Prefer: respond-async`. Time is the test's: every worker gets its clock from the test, so a
+ * killed worker's lease is still running for a worker started at the same instant and has run
+ * out for one started a lease later, however long the machine takes between the two. The test
+ * waits for what the workers print, never for a fixed time.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { QueueMessage } from '../../lib/turns/queue';
 import { graph, llmStep, stepOf } from '../helpers/dsl-builder';
@@ -17,11 +25,12 @@ import { newWorkflow, testEngine } from '../helpers/engine';
 import { type Served, serveApp } from '../helpers/http';
 import { OpenAiServer } from '../llm/openai-server';
 
-const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
 const WORKER = fileURLToPath(new URL('../turns/async-worker.ts', import.meta.url));
-// long enough that no lease runs out by itself while a test runs, however loaded the machine:
-// the test ends a dead worker's lease itself (expireLease), as the clock would
 const LEASE_MS = 60_000;
+/** The workers' clock: it stands still at T0 unless the test moves a worker past a lease. */
+const T0 = Date.now();
+const AFTER_THE_LEASE = T0 + LEASE_MS + 1;
+let bundle: string;
 
 const threeSteps = graph({
   begin: ['Begin', { mode: 'task' }, ['LLM:A']],
@@ -40,6 +49,8 @@ const queued: QueueMessage[] = [];
 let engine: ReturnType<typeof testEngine>;
 
 beforeAll(async () => {
+  bundle = join(mkdtempSync(join(tmpdir(), 'easel-async-worker-')), 'worker.cjs');
+  await build({ entryPoints: [WORKER], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile: bundle, logLevel: 'error' });
   model = await OpenAiServer.start();
   engine = testEngine({ leaseMs: LEASE_MS, openaiUrl: model.url });
   model.respond = (body) => {
@@ -74,13 +85,13 @@ interface Worker {
   child: ChildProcess;
   lines: string[];
   /** Resolves with the first line matching, rejects if the process exits first. */
-  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  waitFor(pattern: RegExp): Promise<string>;
   exited: Promise<number | null>;
 }
 
-function startWorker(body: string, receiveCount: number, options: { pauseAfterCheckpoint?: number; messageId?: string } = {}): Worker {
+function startWorker(body: string, receiveCount: number, options: { pauseAfterCheckpoint?: number; messageId?: string; now?: number } = {}): Worker {
   const { endpoint, tableName } = testTable();
-  const child = spawn(TSX, [WORKER, JSON.stringify({
+  const child = spawn(process.execPath, [bundle, JSON.stringify({
     endpoint,
     table: tableName,
     openaiUrl: model.url,
@@ -88,8 +99,9 @@ function startWorker(body: string, receiveCount: number, options: { pauseAfterCh
     messageId: options.messageId ?? 'message-of-the-async-turn',
     receiveCount,
     leaseMs: LEASE_MS,
+    now: options.now ?? T0,
     ...(options.pauseAfterCheckpoint !== undefined ? { pauseAfterCheckpoint: options.pauseAfterCheckpoint } : {}),
-  })], { stdio: ['ignore', 'pipe', 'inherit'] });
+  })], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } });
   const lines: string[] = [];
   const waiters: { pattern: RegExp; resolve: (line: string) => void }[] = [];
   let buffer = '';
@@ -107,13 +119,17 @@ function startWorker(body: string, receiveCount: number, options: { pauseAfterCh
     child,
     lines,
     exited,
-    waitFor(pattern, timeoutMs = 30_000) {
+    waitFor(pattern) {
       const seen = lines.find((l) => pattern.test(l));
       if (seen) return Promise.resolve(seen);
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no line like ${pattern} within ${timeoutMs} ms: ${lines.join(' | ')}`)), timeoutMs);
-        waiters.push({ pattern, resolve: (line) => (clearTimeout(timer), resolve(line)) });
-        void exited.then(() => setTimeout(() => reject(new Error(`the worker exited without ${pattern}: ${lines.join(' | ')}`)), 50));
+        waiters.push({ pattern, resolve });
+        // every line it printed has been read by the time 'exit' is handled
+        void exited.then(() => {
+          const line = lines.find((l) => pattern.test(l));
+          if (line) resolve(line);
+          else reject(new Error(`the worker exited without ${pattern}: ${lines.join(' | ')}`));
+        });
       });
     },
   };
@@ -159,17 +175,6 @@ async function checkpointItems(runId: string): Promise<number> {
   return out.Count ?? 0;
 }
 
-/** The time a dead worker's lease would take to run out, passed: its lease ends now. */
-async function expireLease(runId: string, turn = 1): Promise<void> {
-  const { doc, tableName } = testTable();
-  await doc.send(new UpdateCommand({
-    TableName: tableName,
-    Key: { pk: `T#${api.tenant}#S#${runId}`, sk: `T#${String(turn).padStart(8, '0')}` },
-    UpdateExpression: 'SET lease_expires = :past',
-    ConditionExpression: 'kind = :claim',
-    ExpressionAttributeValues: { ':past': 0, ':claim': 'claim' },
-  }));
-}
 
 describe('an async turn whose worker is killed mid-turn', () => {
   it('is finished by a second worker from its checkpoint, each model call made exactly once', async () => {
@@ -186,14 +191,14 @@ describe('an async turn whose worker is killed mid-turn', () => {
     expect(await readRun(runId)).toMatchObject({ status: 'running', turn_number: 0, turn_in_progress: 1 });
     expect(await checkpointItems(runId)).toBeGreaterThan(0);
 
-    // redelivered before the dead worker's lease ran out: handed back, nothing run
+    // redelivered at the instant the worker died, its lease still running: handed back, nothing run
     const early = startWorker(body, 2);
     expect(await early.waitFor(/^result /)).toBe('result {"batchItemFailures":[{"itemIdentifier":"message-of-the-async-turn"}]}');
     await early.exited;
     expect(model.calls - since).toBe(2);
 
-    await expireLease(runId);
-    const second = startWorker(body, 3);
+    // redelivered a lease later: the dead worker's lease has run out, the turn is taken over
+    const second = startWorker(body, 3, { now: AFTER_THE_LEASE });
     expect(await second.waitFor(/^result /)).toBe('result {"batchItemFailures":[]}');
     expect(await second.exited).toBe(0);
     // its log says where it took the turn up: at checkpoint 2, then one checkpoint (after C)
@@ -209,7 +214,7 @@ describe('an async turn whose worker is killed mid-turn', () => {
     const shown = turn.response.events.filter((e) => e.event === 'message').map((e) => e.data.content).join('');
     expect(shown).toBe('answer-A / answer-B / answer-C');
     expect(await checkpointItems(runId)).toBe(0);
-  }, 60_000);
+  }, 180_000);
 
   it('killed while the model is answering: only the unanswered call is made again', async () => {
     const workflowId = await newWorkflow(engine, api.tenant, threeSteps);
@@ -224,8 +229,7 @@ describe('an async turn whose worker is killed mid-turn', () => {
     await kill(first);
     expect(callsByStep(since)).toEqual({ A: { made: 1, answered: 1 }, B: { made: 1, answered: 0 } });
 
-    await expireLease(runId);
-    const second = startWorker(body, 2);
+    const second = startWorker(body, 2, { now: AFTER_THE_LEASE });
     expect(await second.waitFor(/^result /)).toBe('result {"batchItemFailures":[]}');
     await second.exited;
 
@@ -234,7 +238,7 @@ describe('an async turn whose worker is killed mid-turn', () => {
     expect(turn.response.status).toBe('completed');
     expect(turn.response.events.filter((e) => e.event === 'node_finished' && e.data.component_id === 'LLM:B')).toHaveLength(1);
     expect(await checkpointItems(runId)).toBe(0);
-  }, 60_000);
+  }, 180_000);
 
   it('a queued turn without a claim (a scheduled run) resumes the same way on redelivery of its message', async () => {
     const workflowId = await newWorkflow(engine, api.tenant, threeSteps);
@@ -249,8 +253,8 @@ describe('an async turn whose worker is killed mid-turn', () => {
 
     // the run was made by the claim, before the turn ran
     const listed = await api.call('GET', `/workflows/v1/workflow-runs?workflow_id=${workflowId}`);
-    await expireLease(listed.json.items[0].run_id as string);
-    const second = startWorker(body, 2, { messageId });
+    expect(listed.json.items).toHaveLength(1);
+    const second = startWorker(body, 2, { messageId, now: AFTER_THE_LEASE });
     expect(await second.waitFor(/^result /)).toBe('result {"batchItemFailures":[]}');
     await second.exited;
     expect(callsByStep(since)).toEqual({ A: { made: 1, answered: 1 }, B: { made: 1, answered: 1 }, C: { made: 1, answered: 1 } });
@@ -261,5 +265,5 @@ describe('an async turn whose worker is killed mid-turn', () => {
     const runId = runs.json.items[0].run_id as string;
     expect(await readRun(runId)).toMatchObject({ status: 'completed', turn_number: 1 });
     expect(await checkpointItems(runId)).toBe(0);
-  }, 60_000);
+  }, 180_000);
 });

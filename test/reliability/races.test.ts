@@ -20,7 +20,7 @@ beforeAll(async () => {
   model = await OpenAiServer.start();
   model.respond = (body) => ({ kind: 'text', text: `thought about ${body.messages.at(-1)?.content}`, chunks: 3, delayMs: 5 });
   target = await startTarget();
-  api = await serveApp(testEngine({ openaiUrl: model.url, allow: ['127.0.0.1'], leaseMs: 5000 }));
+  api = await serveApp(testEngine({ openaiUrl: model.url, allow: ['127.0.0.1'] }));
   const dsl = fixture('form-llm-invoke') as { variables: Record<string, { value: string }> };
   (dsl.variables.target as { value: string }).value = target.url;
   workflowId = (await api.call('POST', '/workflows/v1/workflows', { body: { name: 'race', dsl } })).json.id;

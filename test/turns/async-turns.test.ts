@@ -1,7 +1,9 @@
 /**
  * Async turns in the worker: suspension before the invocation ends and continuation by the
  * next message, stops (the cancel flag read between batches, and a stop that lands after the
- * last checkpoint), and two deliveries of one message at once.
+ * last checkpoint), and two deliveries of one message at once. What must happen while a turn
+ * runs happens while the model holds its answer, or while the worker waits at a checkpoint,
+ * until the test lets it go on: the tests follow the order of events, not the clock.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +19,7 @@ import { graph, llmStep, stepOf } from '../helpers/dsl-builder';
 import { newWorkflow, testEngine } from '../helpers/engine';
 import { type Served, serveApp, sseFrames } from '../helpers/http';
 import { sqsRecord } from '../helpers/sqs';
+import { gate, type Gate } from '../helpers/gate';
 import { OpenAiServer } from '../llm/openai-server';
 
 const fourSteps = graph({
@@ -28,19 +31,22 @@ const fourSteps = graph({
   'Message:Out': ['Message', { content: ['{LLM:A@content} {LLM:B@content} {LLM:C@content} {LLM:D@content}'] }],
 });
 
+const LEASE_MS = 60_000;
 let model: OpenAiServer;
-let delayMs = 0;
 let api: Served;
 const queued: QueueMessage[] = [];
 let engine: ReturnType<typeof testEngine>;
+
+/** The answer to step `step`, held by the model until `release` opens. */
+const held = (step: string, release: Gate) => ({ kind: 'text' as const, text: `${step}${step}`, chunks: 2, until: release.opened });
 
 beforeAll(async () => {
   model = await OpenAiServer.start();
   model.respond = (body) => {
     const step = stepOf(body.messages) ?? '?';
-    return { kind: 'text', text: `${step.toLowerCase()}${step.toLowerCase()}`, chunks: 2, delayMs };
+    return { kind: 'text', text: `${step.toLowerCase()}${step.toLowerCase()}`, chunks: 2 };
   };
-  engine = testEngine({ openaiUrl: model.url, leaseMs: 1000 });
+  engine = testEngine({ openaiUrl: model.url, leaseMs: LEASE_MS });
   // callbacks go to the test's receivers on loopback
   api = await serveApp(engine, { enqueue: async (message) => void queued.push(message), guard: new SsrfGuard({ allow: ['127.0.0.1'] }) });
 });
@@ -130,12 +136,13 @@ describe('async turns in the worker', () => {
   it('a stop during the turn answers 202, and the turn commits as cancelled before its next batch', async () => {
     const workflowId = await newWorkflow(engine, api.tenant, fourSteps);
     const since = model.calls;
-    delayMs = 300;
-    try {
+    const release = gate();
+    model.enqueue(held('a', release));
+    {
       const message = await claimAsync(workflowId);
       const queue = createInProcessQueue((records) => processBatch({ engine, guard: new SsrfGuard() }, records));
       await queue.enqueue(message);
-      for (let i = 0; i < 300 && stepsCalled(since).length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      await model.arrived(since + 1); // the worker is in A: the model holds its answer
 
       const stop = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_id: message.run_id, run_input: { command: 'stop' } } });
       expect(stop.status).toBe(202);
@@ -145,6 +152,7 @@ describe('async turns in the worker', () => {
       expect(query.status).toBe(409);
       expect(query.json.code).toBe('turn_in_progress');
 
+      release.open();
       await queue.idle();
       const run = await api.call('GET', `/workflows/v1/workflow-runs/${message.run_id}`);
       expect(run.json).toMatchObject({ status: 'cancelled', turn_number: 1, is_terminal: true });
@@ -153,8 +161,6 @@ describe('async turns in the worker', () => {
       expect(events.at(-1)?.event).toBe('workflow_cancelled');
       // the stop came during A: A finished, nothing after it ran
       expect(stepsCalled(since)).toEqual(['A']);
-    } finally {
-      delayMs = 0;
     }
   });
 
@@ -187,22 +193,22 @@ describe('async turns in the worker', () => {
   it('two deliveries of one message at once: one runs the turn, the other is handed back', async () => {
     const workflowId = await newWorkflow(engine, api.tenant, fourSteps);
     const since = model.calls;
-    delayMs = 30;
-    try {
+    const release = gate();
+    model.enqueue(held('a', release));
+    {
       const message = await claimAsync(workflowId);
       const deps: QueueDeps = { engine, guard: new SsrfGuard() };
       const body = JSON.stringify(message);
       const first = processBatch(deps, [sqsRecord(body, 'same-message')]);
-      for (let i = 0; i < 300 && stepsCalled(since).length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+      await model.arrived(since + 1); // the first delivery holds the lease, in A
       const second = await processBatch(deps, [sqsRecord(body, 'same-message', 2)]);
       expect(second.batchItemFailures).toEqual([{ itemIdentifier: 'same-message' }]);
+      release.open();
       expect((await first).batchItemFailures).toEqual([]);
       // delivered again after the commit: the stored answer, no model call
       const third = await processBatch(deps, [sqsRecord(body, 'same-message', 3)]);
       expect(third.batchItemFailures).toEqual([]);
       expect(stepsCalled(since)).toEqual(['A', 'B', 'C', 'D']);
-    } finally {
-      delayMs = 0;
     }
   });
 
@@ -211,51 +217,68 @@ describe('async turns in the worker', () => {
       begin: ['Begin', { mode: 'task' }, ['LLM:A']],
       'LLM:A': llmStep('A', []),
     }));
-    delayMs = 200;
-    try {
+    const release = gate();
+    const since = model.calls;
+    model.enqueue(held('a', release));
+    {
       const turn = api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_input: { query: 'q' } } });
-      for (let i = 0; i < 300 && model.requests.at(-1)?.body.messages.at(-1)?.content !== 'step A of q'; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+      await model.arrived(since + 1); // the turn holds its claim, the model its answer
       const runs = await api.call('GET', `/workflows/v1/workflow-runs?workflow_id=${workflowId}`);
       const runId = runs.json.items[0].run_id as string;
       const stop = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_id: runId, run_input: { command: 'stop' } } });
       expect(stop.status).toBe(409);
       expect(stop.json.code).toBe('turn_in_progress');
+      release.open();
       expect((await turn).json.status).toBe('completed');
       const late = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_id: runId, run_input: { command: 'stop' } } });
       expect(late.status).toBe(409);
       expect(late.json.code).toBe('run_finished');
-    } finally {
-      delayMs = 0;
     }
   });
 
   it('can be followed from a cursor while it runs: JSON pages and SSE both read exactly the committed events', async () => {
     const workflowId = await newWorkflow(engine, api.tenant, fourSteps);
-    delayMs = 60;
-    try {
+    {
       const message = await claimAsync(workflowId);
       const runId = message.run_id as string;
       const path = `/workflows/v1/workflow-runs/${runId}/turns/1/events`;
-      const queue = createInProcessQueue((records) => processBatch({ engine, guard: new SsrfGuard() }, records));
+      // the worker waits at each checkpoint (after A, B, C, D) until the test has read a page
+      const written = [1, 2, 3, 4].map(() => gate());
+      const goOn = [1, 2, 3, 4].map(() => gate());
+      const queue = createInProcessQueue((records) => processBatch({ engine, guard: new SsrfGuard() }, records, {
+        hooks: {
+          async afterCheckpoint(seq) {
+            written[seq - 1]?.open();
+            await goOn[seq - 1]?.opened;
+          },
+        },
+      }));
       const sse = fetch(`${api.url}${path}?format=sse`, { headers: { authorization: `Bearer ${api.adminKey}` } }).then((r) => r.text());
       await queue.enqueue(message);
 
       const polled: unknown[] = [];
       let cursor = '';
       let pagesBeforeCommit = 0;
-      for (let i = 0; i < 400; i++) {
-        const page = await api.call('GET', `${path}${cursor ? `?cursor=${cursor}` : ''}`);
-        expect(page.status).toBe(200);
-        polled.push(...page.json.events);
-        cursor = page.json.next_cursor;
-        if (page.json.committed) break;
-        if (page.json.events.length > 0) pagesBeforeCommit++;
-        await new Promise((resolve) => setTimeout(resolve, 25));
+      const page = async () => {
+        const read = await api.call('GET', `${path}${cursor ? `?cursor=${cursor}` : ''}`);
+        expect(read.status).toBe(200);
+        polled.push(...read.json.events);
+        cursor = read.json.next_cursor;
+        return read.json as { events: unknown[]; committed: boolean };
+      };
+      for (let k = 0; k < 4; k++) {
+        await written[k]?.opened;
+        const read = await page();
+        expect(read.committed).toBe(false);
+        if (read.events.length > 0) pagesBeforeCommit++;
+        goOn[k]?.open();
       }
+      while (!(await page()).committed);
       await queue.idle();
       const turn = await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns/1`);
       const committed = turn.json.response.events as unknown[];
-      expect(pagesBeforeCommit).toBeGreaterThan(1);
+      // each checkpoint made new events readable before the commit
+      expect(pagesBeforeCommit).toBe(4);
       expect(polled).toEqual(committed);
 
       const frames = sseFrames(await sse);
@@ -273,8 +296,6 @@ describe('async turns in the worker', () => {
       expect(bad.status).toBe(400);
       const missing = await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns/2/events`);
       expect(missing.status).toBe(404);
-    } finally {
-      delayMs = 0;
     }
   });
 
@@ -284,10 +305,8 @@ describe('async turns in the worker', () => {
       const workflowId = await newWorkflow(engine, own.tenant, fourSteps);
       const accepted = await own.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_input: { query: 'q' } }, headers: { prefer: 'respond-async' } });
       const path = `/workflows/v1/workflow-runs/${accepted.json.run_id}/turns/1/events?format=sse`;
-      const started = Date.now();
       const first = await fetch(`${own.url}${path}`, { headers: { authorization: `Bearer ${own.adminKey}` } });
       expect(await first.text()).toBe(''); // nothing checkpointed yet: the stream just ends
-      expect(Date.now() - started).toBeLessThan(5_000);
       // the turn runs meanwhile; the reconnecting follower reads it to its end
       await processBatch({ engine, guard: new SsrfGuard() }, [sqsRecord(JSON.stringify({ tenant: own.tenant, workflow_id: workflowId, run_id: accepted.json.run_id, turn_number: 0, run_input: { query: 'q' }, claim: { token: (await getHead(engine.store, own.tenant, accepted.json.run_id)).claim?.token, turn: 1 } }))]);
       const second = await fetch(`${own.url}${path}`, { headers: { authorization: `Bearer ${own.adminKey}` } });
@@ -298,27 +317,49 @@ describe('async turns in the worker', () => {
   });
 
   it('a follower that goes away stops costing reads', async () => {
-    let reads = 0;
-    const metered = { ...engine, store: { ...engine.store, onCapacity: (operation: string) => void (operation === 'checkpoint' && reads++) } };
-    const own = await serveApp(metered, { enqueue: async () => undefined }); // nobody runs the turn
+    // two followers of turns nobody runs, each on a server of its own that counts its reads:
+    // one leaves, the other stays on as the yardstick of time passing
+    const counted = () => {
+      let reads = 0;
+      const waiters = new Set<{ n: number; resolve: () => void }>();
+      const onCapacity = (operation: string) => {
+        if (operation !== 'checkpoint') return;
+        reads++;
+        for (const w of waiters) if (reads >= w.n) (waiters.delete(w), w.resolve());
+      };
+      return {
+        engine: { ...engine, store: { ...engine.store, onCapacity } },
+        get reads() {
+          return reads;
+        },
+        /** Resolves once `n` reads were made in all. */
+        reached: (n: number) => new Promise<void>((resolve) => (reads >= n ? resolve() : waiters.add({ n, resolve }))),
+      };
+    };
+    const leaver = counted();
+    const yardstick = counted();
+    const servers = [await serveApp(leaver.engine, { enqueue: async () => undefined }), await serveApp(yardstick.engine, { enqueue: async () => undefined })];
+    const follows: AbortController[] = [];
     try {
-      const workflowId = await newWorkflow(engine, own.tenant, fourSteps);
-      const accepted = await own.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_input: { query: 'q' } }, headers: { prefer: 'respond-async' } });
-      const leave = new AbortController();
-      const res = await fetch(`${own.url}/workflows/v1/workflow-runs/${accepted.json.run_id}/turns/1/events?format=sse`, { headers: { authorization: `Bearer ${own.adminKey}` }, signal: leave.signal });
-      expect(res.status).toBe(200);
-      const reader = res.body?.getReader();
-      void reader?.read().catch(() => undefined);
-      await new Promise((resolve) => setTimeout(resolve, 1_200)); // two polls at least
-      const whileFollowing = reads;
-      expect(whileFollowing).toBeGreaterThanOrEqual(2);
-      leave.abort();
-      await new Promise((resolve) => setTimeout(resolve, 600)); // a poll in flight may finish
-      const afterLeaving = reads;
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
-      expect(reads).toBe(afterLeaving);
+      for (const own of servers) {
+        const workflowId = await newWorkflow(engine, own.tenant, fourSteps);
+        const accepted = await own.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_input: { query: 'q' } }, headers: { prefer: 'respond-async' } });
+        const leave = new AbortController();
+        follows.push(leave);
+        const res = await fetch(`${own.url}/workflows/v1/workflow-runs/${accepted.json.run_id}/turns/1/events?format=sse`, { headers: { authorization: `Bearer ${own.adminKey}` }, signal: leave.signal });
+        expect(res.status).toBe(200);
+        void res.body?.getReader().read().catch(() => undefined);
+      }
+      await leaver.reached(2); // two polls at least while it follows
+      follows[0]?.abort();
+      const atLeaving = leaver.reads;
+      // while the one that stayed polls five times more, the one that left would poll at least
+      // three times: it polls once more at most (a poll in flight when it left)
+      await yardstick.reached(yardstick.reads + 5);
+      expect(leaver.reads - atLeaving).toBeLessThanOrEqual(1);
     } finally {
-      await own.close();
+      for (const leave of follows) leave.abort();
+      for (const own of servers) await own.close();
     }
   });
 
@@ -330,20 +371,16 @@ describe('async turns in the worker', () => {
     const body = JSON.stringify(message);
     const outcomes: Outcome['kind'][] = [];
     const deps: QueueDeps = { engine, guard: new SsrfGuard(), count: (o) => outcomes.push(o) };
+    // a worker a lease later, as the stalled worker's lease looks to everyone else by then
+    const later = () => Date.now() + LEASE_MS + 1;
+    const successorDeps: QueueDeps = { ...deps, engine: { ...engine, clock: later, store: { ...engine.store, now: later } } };
     let successor: Promise<unknown> | undefined;
     const zombie = processBatch(deps, [sqsRecord(body, 'm-zombie')], {
       hooks: {
         async afterCheckpoint(seq) {
           if (seq !== 2 || successor) return; // after A and B
-          // the worker stalls here past its lease, as others see it; another takes the turn over
-          await engine.store.doc.send(new UpdateCommand({
-            TableName: engine.store.table,
-            // the claim of the turn in flight holds the lease, in the turn's slot
-            Key: { pk: keys.session(api.tenant, runId), sk: keys.turn(message.claim?.turn as number) },
-            UpdateExpression: 'SET lease_expires = :past',
-            ExpressionAttributeValues: { ':past': 0 },
-          }));
-          successor = processBatch(deps, [sqsRecord(body, 'm-successor')]);
+          // the worker stalls here past its lease; another takes the turn over and finishes it
+          successor = processBatch(successorDeps, [sqsRecord(body, 'm-successor')]);
           await successor;
         },
       },

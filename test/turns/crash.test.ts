@@ -2,7 +2,8 @@
  * Crash safety: a turn that dies at any point — after claiming, after any component, before
  * the commit, or when the commit itself fails — leaves the run exactly at the previous turn;
  * once the claim's lease expires, a retry completes the turn. Time is the test's own clock
- * (engine and store), moved past the lease instead of slept through.
+ * (engine and store): it stands still while the test runs, however slow the machine, so the
+ * dead request's claim holds until the test moves the clock past the lease.
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +16,8 @@ import { fixture } from '../helpers/canvas';
 import { newTenant, newWorkflow, testEngine, testStore } from '../helpers/engine';
 import { OpenAiServer } from '../llm/openai-server';
 
-const LEASE_MS = 300;
+// long, so that nothing here could outlive it even on the wall clock; the test's clock passes it
+const LEASE_MS = 60_000;
 class Crash extends Error {}
 
 let server: OpenAiServer;
@@ -76,7 +78,8 @@ describe('crash injection', () => {
     const tenant = newTenant();
     let now = Date.now();
     const store = { ...testStore(), now: () => now };
-    const engine = { ...testEngine({ openaiUrl: server.url, leaseMs: LEASE_MS, store }), clock: () => now };
+    // a retry that met a live claim of its key would wait for it: here it must not wait at all
+    const engine = { ...testEngine({ openaiUrl: server.url, leaseMs: LEASE_MS, store }), clock: () => now, idempotencyWaitMs: 0 };
     const workflowId = await newWorkflow(engine, tenant, fixture('form-then-llm'));
     const first = await executeTurn(engine, { tenant, workflowId, runInput: { query: 'story' } });
     const runId = first.response.run_id;
@@ -103,7 +106,7 @@ describe('crash injection', () => {
       await expect(executeTurn(engine, { tenant, workflowId, runId, turnNumber: 1, runInput: { inputs: { topic: 'moon' } } })).rejects.toBeInstanceOf(TurnInProgressError);
     }
     // ...until its lease expires; the retry with the same key then completes the turn
-    now += LEASE_MS + 50;
+    now += LEASE_MS + 1;
     const retry = await executeTurn(engine, { tenant, workflowId, runId, turnNumber: 1, runInput: { inputs: { topic: 'moon' } }, idempotencyKey: 'k1' });
     expect(retry.response).toMatchObject({ turn_number: 2, status: 'completed', outputs: { content: 'about Topic: moon' } });
     expect((await listTurns(testStore(), tenant, runId, 0, 10)).turns.map((t) => t.turn)).toEqual([1, 2]);

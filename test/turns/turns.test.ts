@@ -13,7 +13,7 @@ let engine: TurnEngine;
 beforeAll(async () => {
   server = await OpenAiServer.start();
   server.respond = (body) => ({ kind: 'text', text: `line about ${body.messages.at(-1)?.content}`, chunks: 2 });
-  engine = testEngine({ openaiUrl: server.url, leaseMs: 400 });
+  engine = testEngine({ openaiUrl: server.url });
 });
 afterAll(async () => {
   await server.close();
