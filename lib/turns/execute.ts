@@ -25,20 +25,8 @@
  *   turn adds itself and its tokens after the commit.
  */
 import { randomBytes } from 'node:crypto';
-import {
-  Canvas,
-  type CanvasEvent,
-  type CanvasOptions,
-  compileWorkflow,
-  type ComponentRegistry,
-  EaselError,
-  type RunInput,
-  type TurnControl,
-  type Workflow,
-} from '../canvas';
+import { Canvas, type CanvasEvent, EaselError, type RunInput, type TurnControl } from '../canvas';
 import type { CanvasState } from '../canvas/state';
-import { sha256 } from '../store/codec';
-import type { StoreContext } from '../store/dynamo';
 import { IdempotencyMismatchError, NotFoundError, RunExistsError, TurnConflictError, TurnInProgressError } from '../store/errors';
 import { requestCancel } from '../store/checkpoints';
 import { abandonIdempotency, putIdempotency } from '../store/idempotency';
@@ -53,116 +41,19 @@ import {
   releaseClaim,
   type SessionHead,
 } from '../store/sessions';
-import { getVersion, getWorkflow } from '../store/workflows';
-import { type FileAccess, resolveFileInputs } from './files';
-import { derivedRunId, fingerprintOf, keyedTurn, keyHashOf, normalizedRequest, resolveKey } from './turn-keys';
-import { buildResponse, type TurnResponse } from './response';
 import type { Actor } from './actors';
-import { checkTurnQuota, countTurn, type QuotaSettings, RateLimitedError, runQuotaApplies, takeRunQuota } from './quotas';
-import { abortedBy, tracked, type TurnLifecycle, turnSignal } from './lifecycle';
+import { canvasOptions, compiled, resolveWorkflow, withHistory } from './compiled';
+import { resolveFileInputs } from './files';
+import { abortedBy, tracked, turnSignal } from './lifecycle';
+import { checkTurnQuota, countTurn, RateLimitedError, runQuotaApplies, takeRunQuota } from './quotas';
+import { buildResponse } from './response';
+import { derivedRunId, fingerprintOf, keyedTurn, keyHashOf, normalizedRequest, resolveKey } from './turn-keys';
+import { leaseOf, type Prepared, ttlOf, type TurnEngine, type TurnRequest, type TurnResult } from './turn-engine';
 
-export const DEFAULT_LEASE_MS = 60_000;
-export const DEFAULT_SESSION_TTL_DAYS = 30;
+export { canvasOptions, compiledVersion } from './compiled';
+export { DEFAULT_LEASE_MS, DEFAULT_SESSION_TTL_DAYS, leaseOf, ttlOf } from './turn-engine';
+export type { Prepared, RunOwner, TurnEngine, TurnHooks, TurnRequest, TurnResult } from './turn-engine';
 
-export interface TurnEngine {
-  store: StoreContext;
-  registry: ComponentRegistry;
-  /** Handed to components (models, outbound HTTP, secrets). */
-  services: Readonly<Record<string, unknown>>;
-  /** The services of one tenant's runs (its secrets); absent: `services` for every tenant. */
-  servicesFor?: (tenant: string) => Readonly<Record<string, unknown>>;
-  /** How long a claim holds before another request may take the turn over. @default 60000 */
-  leaseMs?: number;
-  /** Idle sessions expire after this long. @default 30 days */
-  sessionTtlSeconds?: number;
-  stepBudgetTurn?: number;
-  stepBudgetRun?: number;
-  /** How long a request waits for a same-key request in flight. @default leaseMs */
-  idempotencyWaitMs?: number;
-  /** How stale the listing's turn and updated_at may get when nothing listed changed. @default 60000 */
-  listingRefreshMs?: number;
-  /** Epoch ms; also the store's clock. @default Date.now */
-  clock?: () => number;
-  /** Turn and run-start limits (quotas.ts); absent: none, and no counter is read or written. */
-  quotas?: QuotaSettings;
-  /** What stops turns from outside (a stopping server, an invocation about to time out); see lifecycle.ts. */
-  lifecycle?: TurnLifecycle;
-}
-
-export interface TurnRequest {
-  tenant: string;
-  workflowId: string;
-  /**
-   * Who is asking (the API key's id, and the end user when one is asserted): idempotency keys
-   * are bound to it. Absent: the tenant alone (internal callers, queue producers).
-   */
-  principal?: string;
-  /** Who acts, as the turn record names it; quotas count against it (`quotaSubject`). */
-  actor?: Actor;
-  /**
-   * Whether the caller may act on the run, asked once it is loaded (before anything else about
-   * it is answered): throws NotFoundError when not. Absent: the tenant's caller may.
-   */
-  authorize?: (run: RunOwner) => void;
-  /** A new run's user (listed and reached under it); absent: `run_input.user_id`. */
-  runUserId?: string | null;
-  /** Which uploaded files the caller may name; absent: any of the tenant's. */
-  fileAccess?: FileAccess;
-  /** The client's address (HTTP): runs started by an execute key alone are limited per address too. */
-  clientAddress?: string;
-  /** Absent: start a new run. */
-  runId?: string;
-  /** The id a new run gets (32 hex; generated when absent), for callers that must name it early. */
-  newRunId?: string;
-  /** When sent, must equal the run's current turn. */
-  turnNumber?: number;
-  /** First turn only: the version to pin (else the active one). */
-  version?: number;
-  runInput?: RunInput;
-  command?: 'stop';
-  idempotencyKey?: string;
-  /**
-   * Aborts the turn: it commits nothing, gives its claim back and fails with TurnAbortedError
-   * (`unavailable`). The engine's lifecycle signal does the same.
-   */
-  signal?: AbortSignal;
-  /** Each engine event as it happens (live streaming); the committed response is the truth. */
-  onEvent?: (event: CanvasEvent) => void;
-  /** Test seams: a hook that throws simulates a crash at that point. */
-  hooks?: TurnHooks;
-}
-
-/** What deciding who may act on a run needs to know about it. */
-export interface RunOwner {
-  id: string;
-  workflowId: string;
-  userId: string | null;
-}
-
-export interface TurnHooks {
-  afterClaim?(): Promise<void> | void;
-  afterEvent?(event: CanvasEvent): Promise<void> | void;
-  beforeCommit?(): Promise<void> | void;
-}
-
-export interface TurnResult {
-  /** The response body, byte for byte what a retry with the same key gets. */
-  body: string;
-  response: TurnResponse;
-  replayed: boolean;
-}
-
-export interface Prepared {
-  canvas: Canvas;
-  head: SessionHead;
-  loaded: LoadedSession | null;
-  workflow: Workflow;
-  /** The session's head is not written yet (a first turn until it claims or commits). */
-  unsaved?: boolean;
-}
-
-const compiledCache = new Map<string, Workflow>();
-const COMPILED_CACHE_SIZE = 200;
 /** History window last seen per workflow: how many turns a load reads ahead of knowing the version. */
 const windowHint = new Map<string, number>();
 
@@ -603,46 +494,5 @@ export async function commitCanvas(
   return { body, response, replayed: false };
 }
 
-async function resolveWorkflow(engine: TurnEngine, tenant: string, workflowId: string, version?: number) {
-  const head = await getWorkflow(engine.store, tenant, workflowId);
-  if (head.deleted) throw new NotFoundError('workflow');
-  const chosen = version ?? head.activeVersion;
-  if (!Number.isInteger(chosen) || chosen < 1 || chosen > head.latestVersion) throw new NotFoundError('workflow version');
-  return { workflow: await compiled(engine, tenant, workflowId, chosen), version: chosen };
-}
-
-/** Versions are immutable: a compiled version is kept for the life of the process. */
-export async function compiledVersion(engine: TurnEngine, tenant: string, workflowId: string, version: number): Promise<Workflow> {
-  return compiled(engine, tenant, workflowId, version);
-}
-
-async function compiled(engine: TurnEngine, tenant: string, workflowId: string, version: number): Promise<Workflow> {
-  const cacheKey = `${tenant}/${workflowId}/${version}`;
-  const hit = compiledCache.get(cacheKey);
-  if (hit) return hit;
-  const workflow = compileWorkflow(await getVersion(engine.store, tenant, workflowId, version), engine.registry);
-  if (compiledCache.size >= COMPILED_CACHE_SIZE) compiledCache.delete(compiledCache.keys().next().value as string);
-  compiledCache.set(cacheKey, workflow);
-  return workflow;
-}
-
-export function canvasOptions(engine: TurnEngine, runId: string, tenant: string): CanvasOptions {
-  return {
-    ...(engine.clock ? { clock: engine.clock } : {}),
-    // the first state of a run is a function of its id: a retried first turn is the same run
-    seed: Number.parseInt(sha256(runId).slice(0, 8), 16) | 0,
-    services: engine.servicesFor?.(tenant) ?? engine.services,
-    ...(engine.stepBudgetTurn ? { stepBudgetTurn: engine.stepBudgetTurn } : {}),
-    ...(engine.stepBudgetRun ? { stepBudgetRun: engine.stepBudgetRun } : {}),
-  };
-}
-
-function withHistory(state: unknown, history: unknown[], workflow: Workflow): unknown {
-  const keep = Math.max(2, workflow.historyWindow * 2);
-  return { ...(state as Record<string, unknown>), history: history.slice(-keep) };
-}
-
 const now = (engine: TurnEngine) => (engine.clock ?? Date.now)();
-export const leaseOf = (engine: TurnEngine) => engine.leaseMs ?? DEFAULT_LEASE_MS;
-export const ttlOf = (engine: TurnEngine) => engine.sessionTtlSeconds ?? DEFAULT_SESSION_TTL_DAYS * 86_400;
 const expiryOf = (engine: TurnEngine) => Math.floor(now(engine) / 1000) + ttlOf(engine);

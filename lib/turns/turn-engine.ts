@@ -1,0 +1,115 @@
+/**
+ * What the turn layer works with: the engine (store, components, services, limits), a turn's
+ * request and its result. execute.ts runs turns on them; it re-exports everything here.
+ */
+import type { Canvas, CanvasEvent, ComponentRegistry, RunInput, Workflow } from '../canvas';
+import type { StoreContext } from '../store/dynamo';
+import type { LoadedSession, SessionHead } from '../store/sessions';
+import type { Actor } from './actors';
+import type { FileAccess } from './files';
+import type { TurnLifecycle } from './lifecycle';
+import type { QuotaSettings } from './quotas';
+import type { TurnResponse } from './response';
+
+export const DEFAULT_LEASE_MS = 60_000;
+export const DEFAULT_SESSION_TTL_DAYS = 30;
+
+export interface TurnEngine {
+  store: StoreContext;
+  registry: ComponentRegistry;
+  /** Handed to components (models, outbound HTTP, secrets). */
+  services: Readonly<Record<string, unknown>>;
+  /** The services of one tenant's runs (its secrets); absent: `services` for every tenant. */
+  servicesFor?: (tenant: string) => Readonly<Record<string, unknown>>;
+  /** How long a claim holds before another request may take the turn over. @default 60000 */
+  leaseMs?: number;
+  /** Idle sessions expire after this long. @default 30 days */
+  sessionTtlSeconds?: number;
+  stepBudgetTurn?: number;
+  stepBudgetRun?: number;
+  /** How long a request waits for a same-key request in flight. @default leaseMs */
+  idempotencyWaitMs?: number;
+  /** How stale the listing's turn and updated_at may get when nothing listed changed. @default 60000 */
+  listingRefreshMs?: number;
+  /** Epoch ms; also the store's clock. @default Date.now */
+  clock?: () => number;
+  /** Turn and run-start limits (quotas.ts); absent: none, and no counter is read or written. */
+  quotas?: QuotaSettings;
+  /** What stops turns from outside (a stopping server, an invocation about to time out); see lifecycle.ts. */
+  lifecycle?: TurnLifecycle;
+}
+
+export interface TurnRequest {
+  tenant: string;
+  workflowId: string;
+  /**
+   * Who is asking (the API key's id, and the end user when one is asserted): idempotency keys
+   * are bound to it. Absent: the tenant alone (internal callers, queue producers).
+   */
+  principal?: string;
+  /** Who acts, as the turn record names it; quotas count against it (`quotaSubject`). */
+  actor?: Actor;
+  /**
+   * Whether the caller may act on the run, asked once it is loaded (before anything else about
+   * it is answered): throws NotFoundError when not. Absent: the tenant's caller may.
+   */
+  authorize?: (run: RunOwner) => void;
+  /** A new run's user (listed and reached under it); absent: `run_input.user_id`. */
+  runUserId?: string | null;
+  /** Which uploaded files the caller may name; absent: any of the tenant's. */
+  fileAccess?: FileAccess;
+  /** The client's address (HTTP): runs started by an execute key alone are limited per address too. */
+  clientAddress?: string;
+  /** Absent: start a new run. */
+  runId?: string;
+  /** The id a new run gets (32 hex; generated when absent), for callers that must name it early. */
+  newRunId?: string;
+  /** When sent, must equal the run's current turn. */
+  turnNumber?: number;
+  /** First turn only: the version to pin (else the active one). */
+  version?: number;
+  runInput?: RunInput;
+  command?: 'stop';
+  idempotencyKey?: string;
+  /**
+   * Aborts the turn: it commits nothing, gives its claim back and fails with TurnAbortedError
+   * (`unavailable`). The engine's lifecycle signal does the same.
+   */
+  signal?: AbortSignal;
+  /** Each engine event as it happens (live streaming); the committed response is the truth. */
+  onEvent?: (event: CanvasEvent) => void;
+  /** Test seams: a hook that throws simulates a crash at that point. */
+  hooks?: TurnHooks;
+}
+
+/** What deciding who may act on a run needs to know about it. */
+export interface RunOwner {
+  id: string;
+  workflowId: string;
+  userId: string | null;
+}
+
+export interface TurnHooks {
+  afterClaim?(): Promise<void> | void;
+  afterEvent?(event: CanvasEvent): Promise<void> | void;
+  beforeCommit?(): Promise<void> | void;
+}
+
+export interface TurnResult {
+  /** The response body, byte for byte what a retry with the same key gets. */
+  body: string;
+  response: TurnResponse;
+  replayed: boolean;
+}
+
+export interface Prepared {
+  canvas: Canvas;
+  head: SessionHead;
+  loaded: LoadedSession | null;
+  workflow: Workflow;
+  /** The session's head is not written yet (a first turn until it claims or commits). */
+  unsaved?: boolean;
+}
+
+export const leaseOf = (engine: TurnEngine) => engine.leaseMs ?? DEFAULT_LEASE_MS;
+export const ttlOf = (engine: TurnEngine) => engine.sessionTtlSeconds ?? DEFAULT_SESSION_TTL_DAYS * 86_400;
