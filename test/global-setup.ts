@@ -15,6 +15,13 @@ declare module 'vitest' {
   }
 }
 
+/**
+ * How long DynamoDB Local may take to answer before the run gives up: a JVM starting on a busy
+ * two-core machine can take far longer than the 20 s `npm start` waits, and giving up here
+ * fails every suite at once.
+ */
+const STARTUP_LIMIT_MS = 120_000;
+
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   // The AWS SDK warns about Node 20 on every client; the deploy runtime is nodejs22.x.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -22,7 +29,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const external = process.env.EASEL_DYNAMODB_ENDPOINT?.trim() || undefined;
   const tableName = process.env.EASEL_DYNAMODB_TABLE?.trim() || 'easel-test';
   let local: DynamoDbLocal | undefined;
-  const endpoint = external ?? (local = await startDynamoDbLocal({ inMemory: true })).endpoint;
+  const endpoint = external ?? (local = await startDynamoDbLocal({ inMemory: true, readyTimeoutMs: STARTUP_LIMIT_MS })).endpoint;
   const { client } = createDynamoClients({ endpoint });
   try {
     await ensureTable(client, tableName);

@@ -423,6 +423,19 @@ describe('end-user tokens', () => {
   });
 });
 
+describe('embed secrets', () => {
+  it('are at most three a tenant: a fourth is refused until one is deleted', async () => {
+    const held = (await send(api.adminKey, 'GET', '/workflows/v1/embed-secrets')).json.items.length;
+    const made: EmbedSecret[] = [];
+    for (let i = held; i < 3; i++) made.push(await makeEmbedSecret((m, p, o) => api.call(m, p, o), api.adminKey));
+    const refused = await send(api.adminKey, 'POST', '/workflows/v1/embed-secrets');
+    expect(refused.status).toBe(400);
+    expect(refused.json).toMatchObject({ code: 'invalid_request', error: expect.stringContaining('at most 3') });
+    for (const m of made) expect((await send(api.adminKey, 'DELETE', `/workflows/v1/embed-secrets/${m.id}`)).status).toBe(204);
+    expect((await send(api.adminKey, 'DELETE', `/workflows/v1/embed-secrets/${made[0]?.id ?? 'emb_0000000000000000'}`)).status).toBe(404);
+  });
+});
+
 describe('bare uploads', () => {
   it('answer a file token, good on the first turn that names the file, and that run\u2019s from then on', async () => {
     const file = await upload(K);

@@ -10,7 +10,6 @@
  */
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { EaselError } from '../../errors';
-import { MasterKeyError } from '../../secrets/master-key';
 import { type EmbedSecrets, MAX_EMBED_SECRETS } from '../../secrets/embed-secrets';
 import { NotFoundError } from '../../store/errors';
 import { deleteFile, listUserFiles } from '../../store/files';
@@ -21,6 +20,7 @@ import type { AppDeps, AppEnv } from '../app';
 import { requireAdmin } from '../auth';
 import { HttpError, validationHook } from '../errors';
 import { ErrorSchema } from '../schemas';
+import { guarded } from './secrets';
 
 const json = (schema: z.ZodType, description: string) => ({ description, content: { 'application/json': { schema } } });
 const errors = { 400: json(ErrorSchema, 'invalid request (the field is named)'), 403: json(ErrorSchema, 'not an admin key') };
@@ -40,7 +40,7 @@ export function endUserRoutes(deps: AppDeps): OpenAPIHono<AppEnv> {
       method: 'post',
       path: '/embed-secrets',
       summary: 'Make an embed secret, for the tenant’s site to sign end-user tokens with (shown once)',
-      responses: { 201: json(EmbedSecretSchema.extend({ secret: z.string() }), 'made: keep the secret, it is not shown again'), 409: json(ErrorSchema, `already ${MAX_EMBED_SECRETS}`), ...errors },
+      responses: { 201: json(EmbedSecretSchema.extend({ secret: z.string() }), 'made: keep the secret, it is not shown again'), ...errors, 400: json(ErrorSchema, `the tenant holds ${MAX_EMBED_SECRETS} already: delete one first`) },
     }),
     async (c) => {
       const principal = c.get('principal');
@@ -52,7 +52,7 @@ export function endUserRoutes(deps: AppDeps): OpenAPIHono<AppEnv> {
           if (error instanceof RangeError) throw new HttpError('invalid_request', error.message);
           throw error;
         }
-      });
+      }, 'embed secrets');
       return c.json({ id: made.id, secret: made.secret, created_at: made.createdAt }, 201);
     },
   );
@@ -62,7 +62,7 @@ export function endUserRoutes(deps: AppDeps): OpenAPIHono<AppEnv> {
     async (c) => {
       const principal = c.get('principal');
       requireAdmin(principal);
-      const items = await guarded(deps, () => embed().list(principal.tenant));
+      const items = await guarded(deps, () => embed().list(principal.tenant), 'embed secrets');
       return c.json({ items: items.map((s) => ({ id: s.id, created_at: s.createdAt })) }, 200);
     },
   );
@@ -72,7 +72,7 @@ export function endUserRoutes(deps: AppDeps): OpenAPIHono<AppEnv> {
     async (c) => {
       const principal = c.get('principal');
       requireAdmin(principal);
-      if (!(await guarded(deps, () => embed().delete(principal.tenant, c.req.valid('param').id)))) throw new HttpError('not_found', 'embed secret not found');
+      if (!(await guarded(deps, () => embed().delete(principal.tenant, c.req.valid('param').id), 'embed secrets'))) throw new HttpError('not_found', 'embed secret not found');
       return c.body(null, 204);
     },
   );
@@ -126,16 +126,5 @@ async function gone(remove: () => Promise<void>): Promise<boolean> {
   } catch (error) {
     if (error instanceof NotFoundError) return false;
     throw error;
-  }
-}
-
-/** A master key that cannot be read is the server's problem: logged, answered 503 without details. */
-async function guarded<T>(deps: AppDeps, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (error) {
-    if (!(error instanceof MasterKeyError)) throw error;
-    deps.logger?.error('embed secrets: the master key is unusable', { error: error.message });
-    throw new EaselError('unavailable', 'embed secrets are unavailable (the server’s master key cannot be used)');
   }
 }

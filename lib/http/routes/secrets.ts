@@ -97,12 +97,12 @@ export function secretRoutes(deps: AppDeps): OpenAPIHono<AppEnv> {
 }
 
 /** A master key that cannot be read is the server's problem: logged, answered 503 without details. */
-async function guarded<T>(deps: AppDeps, run: () => Promise<T>): Promise<T> {
+export async function guarded<T>(deps: AppDeps, run: () => Promise<T>, what = 'tenant secrets'): Promise<T> {
   try {
     return await run();
   } catch (error) {
     if (!(error instanceof MasterKeyError)) throw error;
-    deps.logger?.error('tenant secrets: the master key is unusable', { error: error.message });
-    throw new EaselError('unavailable', 'tenant secrets are unavailable (the server’s master key cannot be used)');
+    deps.logger?.error(`${what}: the master key is unusable`, { error: error.message });
+    throw new EaselError('unavailable', `${what} are unavailable (the server’s master key cannot be used)`);
   }
 }
