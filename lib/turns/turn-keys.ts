@@ -47,12 +47,14 @@ export async function resolveKey(engine: TurnEngine, request: TurnRequest, key: 
     const record = await getIdempotency(engine.store, request.tenant, key);
     if (!record) return { replacing: null };
     if (record.fingerprint !== fingerprint) throw new IdempotencyMismatchError();
-    const turn = await getTurn(engine.store, request.tenant, record.sessionId, record.turn);
-    if (turn && turn.committedBy === record.token) return { replay: replayOf(turn) };
+    // the head before the turn: an attempt that commits between the two reads is then seen
+    // committed, never as neither running (the head moved on) nor committed (the turn read first)
     const head = await getHead(engine.store, request.tenant, record.sessionId).catch((error: unknown) => {
       if (error instanceof NotFoundError) return null;
       throw error;
     });
+    const turn = await getTurn(engine.store, request.tenant, record.sessionId, record.turn);
+    if (turn && turn.committedBy === record.token) return { replay: replayOf(turn) };
     // our own earlier attempt (a redelivered message): the caller continues its claim
     if (head && ownToken !== undefined && record.token === ownToken) return { replacing: record.token };
     const at = now(engine);
