@@ -87,39 +87,46 @@ export async function putFile(ctx: StoreContext, file: Omit<StoredFile, 'sha256'
 export async function getFile(ctx: StoreContext, tenant: string, id: string): Promise<StoredFile> {
   const { Item } = await call('read the file', () => ctx.doc.send(new GetCommand({ TableName: ctx.table, Key: fileKey(tenant, id), ConsistentRead: true })));
   if (!Item || isExpired(Item, (ctx.now ?? Date.now)())) throw new NotFoundError('file');
+  return toFile(tenant, Item);
+}
+
+function toFile(tenant: string, item: Record<string, unknown>): StoredFile {
   return {
     tenant,
-    id,
-    name: Item.name as string,
-    size: Item.size as number,
-    mimeType: Item.mime_type as string,
-    sha256: Item.sha256 as string,
-    createdAt: Item.created_at as string,
-    ...(typeof Item.owner === 'string' ? { owner: Item.owner } : {}),
+    id: item.id as string,
+    name: item.name as string,
+    size: item.size as number,
+    mimeType: item.mime_type as string,
+    sha256: item.sha256 as string,
+    createdAt: item.created_at as string,
+    ...(typeof item.owner === 'string' ? { owner: item.owner } : {}),
   };
 }
 
 /**
- * Makes an unowned file `owner`'s (a no-op when it is already). Returns the owner it has when
- * that is someone else (nothing changed); `from` also takes it over from that owner.
+ * Makes an unowned file `owner`'s (a no-op when it is already) and answers it as it is now;
+ * `from` also takes it over from that owner. When someone else owns it, nothing changes and
+ * `takenBy` names them. NotFoundError for a missing or expired file.
  */
-export async function bindFile(ctx: StoreContext, tenant: string, id: string, owner: string, from?: string): Promise<string | null> {
+export async function bindFile(ctx: StoreContext, tenant: string, id: string, owner: string, from?: string): Promise<{ file: StoredFile } | { takenBy: string }> {
   try {
-    await call('bind the file', () =>
+    const { Attributes } = await call('bind the file', () =>
       ctx.doc.send(new UpdateCommand({
         TableName: ctx.table,
         Key: fileKey(tenant, id),
         UpdateExpression: 'SET #owner = :o',
-        ConditionExpression: from === undefined ? 'attribute_exists(pk) AND (attribute_not_exists(#owner) OR #owner = :o)' : 'attribute_exists(pk) AND #owner = :from',
-        ExpressionAttributeNames: { '#owner': 'owner' },
-        ExpressionAttributeValues: { ':o': owner, ...(from === undefined ? {} : { ':from': from }) },
+        ConditionExpression: `attribute_exists(pk) AND #ttl > :now AND ${from === undefined ? '(attribute_not_exists(#owner) OR #owner = :o)' : '#owner = :from'}`,
+        ExpressionAttributeNames: { '#owner': 'owner', '#ttl': 'ttl' },
+        ExpressionAttributeValues: { ':o': owner, ':now': nowSec(ctx), ...(from === undefined ? {} : { ':from': from }) },
+        ReturnValues: 'ALL_NEW',
       })),
     );
-    return null;
+    return { file: toFile(tenant, Attributes ?? {}) };
   } catch (error) {
     if (!(error instanceof ConditionFailed)) throw error;
+    // missing or expired: NotFoundError; bound meanwhile by the same owner: that is ours too
     const now = await getFile(ctx, tenant, id);
-    return now.owner === owner ? null : (now.owner ?? '');
+    return now.owner === owner ? { file: now } : { takenBy: now.owner ?? '' };
   }
 }
 

@@ -121,11 +121,13 @@ async function usableFile(engine: TurnEngine, tenant: string, ref: string, scope
   }
   const id = access.fileOfToken ? await access.fileOfToken(ref) : null;
   if (!id) throw new NotFoundError('file');
-  let taken = await bindFile(engine.store, tenant, id, own);
+  let bound = await bindFile(engine.store, tenant, id, own);
   // bound by a first turn that never committed (its run does not exist): this run takes it
-  if (taken?.startsWith('run:') && !(await runExists(engine, tenant, taken.slice(4)))) taken = await bindFile(engine.store, tenant, id, own, taken);
-  if (taken !== null) throw new NotFoundError('file');
-  return { ...(await getFile(engine.store, tenant, id)), owner: own };
+  if ('takenBy' in bound && bound.takenBy.startsWith('run:') && !(await runExists(engine, tenant, bound.takenBy.slice(4)))) {
+    bound = await bindFile(engine.store, tenant, id, own, bound.takenBy);
+  }
+  if ('takenBy' in bound) throw new NotFoundError('file');
+  return bound.file;
 }
 
 async function runExists(engine: TurnEngine, tenant: string, runId: string): Promise<boolean> {
