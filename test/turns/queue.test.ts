@@ -13,6 +13,7 @@ import { webhookSecret } from '../../lib/store/tenants';
 import { claimNextTurn } from '../../lib/turns/execute';
 import { processBatch, type QueueDeps } from '../../lib/turns/queue';
 import { fixture } from '../helpers/canvas';
+import { gate } from '../helpers/gate';
 import { newTenant, newWorkflow, testEngine } from '../helpers/engine';
 import { type Served, serveApp } from '../helpers/http';
 import { sqsRecord } from '../helpers/sqs';
@@ -110,6 +111,10 @@ describe('async turns over HTTP', () => {
   it('answers 202 with the turn in flight, runs it in the worker, and signs its webhook', async () => {
     const wf = (await api.call('POST', '/workflows/v1/workflows', { body: { name: 'async', dsl: fixture('llm-stream') } })).json.id;
     hooks.failFirst = 2;
+    // the model holds the async turn's answer until the checks of a turn in flight are done
+    const release = gate();
+    const answer = model.respond;
+    model.respond = (body) => ({ ...answer(body), until: release.opened } as ReturnType<typeof answer>);
     const accepted = await api.call('POST', `/workflows/v1/workflows/${wf}/execute`, {
       body: { run_input: { query: 'take your time' }, callback_url: hooks.url },
       headers: { prefer: 'respond-async' },
@@ -122,6 +127,8 @@ describe('async turns over HTTP', () => {
     const sync = await api.call('POST', `/workflows/v1/workflows/${wf}/execute`, { body: { run_id: runId, run_input: { query: 'me too' } } });
     expect([sync.status, sync.json.code]).toEqual([409, 'turn_in_progress']);
 
+    model.respond = answer;
+    release.open();
     await queue.idle();
     const after = await api.call('GET', `/workflows/v1/workflow-runs/${runId}`);
     expect(after.json).toMatchObject({ status: 'completed', turn_number: 1, turn_in_progress: null });
