@@ -23,8 +23,16 @@ export interface DeferredFinish {
   startedAt: number;
 }
 
+/**
+ * Whose rules Begin follows. `native`: a required field without a value holds the run (Begin's
+ * form). `ragflow`: Begin never holds it (RAGFlow pauses only at UserFillUp), fields without a
+ * value stay empty.
+ */
+export type BeginRules = 'native' | 'ragflow';
+
 export interface CanvasCore {
   readonly workflow: Workflow;
+  readonly beginRules: BeginRules;
   state: CanvasState;
   /** Epoch milliseconds. */
   readonly clock: () => number;

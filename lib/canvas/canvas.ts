@@ -15,19 +15,19 @@
  */
 import { type CallRecord, CallLog } from './calls';
 import { EaselError } from '../errors';
-import { type CanvasCore, elapsedInPass, emptyUsage, seconds, type TurnUsage } from './canvas-core';
+import { type BeginRules, type CanvasCore, elapsedInPass, emptyUsage, seconds, type TurnUsage } from './canvas-core';
 import { appendHistory, nodeState, type RunScope } from './context';
 import type { Workflow } from './dsl';
-import { NoTimerArmedError, NotWaitingForInputError, RunFinishedError } from './errors';
+import { InvalidInputsError, NoTimerArmedError, NotWaitingForInputError, RunFinishedError } from './errors';
 import { type CanvasEvent, event } from './events';
-import { applySubmission, arrive, fields, formState, mergeValues, normalize } from './form-state';
+import { applySubmission, arrive, fields, formState, mergeValues, normalize, type Submission } from './form-state';
 import type { FormField } from './forms';
 import { isRecord } from './references';
 import { NEVER_ABORTED, parseRunInput, type RunInput } from './run-input';
 import { type CanvasState, dict, type HistoryEntry, type PendingPrompt, readState, type RunStatus, STATE_VERSION } from './state';
 import { drive, type TurnCheckpoint, type TurnControl } from './turn-loop';
 
-export type { TurnUsage } from './canvas-core';
+export type { BeginRules, TurnUsage } from './canvas-core';
 export type { RunInput } from './run-input';
 export type { BatchInfo, TurnCheckpoint, TurnControl } from './turn-loop';
 
@@ -44,6 +44,8 @@ export interface CanvasOptions {
   historyLimit?: number;
   /** Handed to components as `ctx.services` (model resolver, outbound HTTP). Never serialized. */
   services?: Readonly<Record<string, unknown>>;
+  /** Whether Begin's form may hold the run (`native`) or never does (`ragflow`). @default 'native' */
+  beginRules?: BeginRules;
 }
 
 export const DEFAULT_STEP_BUDGET_TURN = 1000;
@@ -70,6 +72,7 @@ export class Canvas {
     this.services = options.services ?? {};
     this.core = {
       workflow,
+      beginRules: options.beginRules ?? 'native',
       state: state ?? this.freshState(),
       clock: options.clock ?? Date.now,
       budgetTurn: positive(options.stepBudgetTurn, DEFAULT_STEP_BUDGET_TURN),
@@ -239,13 +242,33 @@ export class Canvas {
     if (this.isTerminal) throw new RunFinishedError(status);
     const resuming = status === 'waiting_for_input';
     const hasInputs = request.inputs !== undefined && Object.keys(request.inputs).length > 0;
-    if (!resuming && hasInputs && status !== 'not_started') throw new NotWaitingForInputError(status);
+    // RAGFlow's Begin takes inputs on every pass; Easel's only on the first (later ones keep them)
+    if (!resuming && hasInputs && status !== 'not_started' && this.core.beginRules !== 'ragflow') throw new NotWaitingForInputError(status);
     if (request.timeout && (!resuming || state.prompt?.due_at === undefined)) {
       throw new NoTimerArmedError(status);
     }
     const targets = resuming ? (state.prompt?.component_ids ?? []) : [this.workflow.entryId];
-    const submission = request.inputs === undefined ? undefined : normalize(this.core, targets, request.inputs);
+    let submission = request.inputs === undefined ? undefined : normalize(this.core, targets, request.inputs);
+    if (!resuming && !hasInputs && request.query !== undefined) submission = this.queryFill(request.query) ?? submission;
     return { request, resuming, targets, submission };
+  }
+
+  /**
+   * RAGFlow's rule for a new pass without inputs: the query fills a Begin that has exactly one
+   * field. A query the field's type cannot take (or a file field) fills nothing.
+   */
+  private queryFill(query: string): Submission | undefined {
+    const entry = this.workflow.entryId;
+    const own = fields(this.core, entry);
+    const field = own.length === 1 ? (own[0] as FormField) : undefined;
+    // a file field takes uploads, never text
+    if (!field || field.type === 'file') return undefined;
+    try {
+      return normalize(this.core, [entry], { [field.key]: query });
+    } catch (error) {
+      if (error instanceof InvalidInputsError) return undefined;
+      throw error;
+    }
   }
 
   /** The fields a turn's `inputs` would answer now: the waiting forms', or Begin's on a new pass. */

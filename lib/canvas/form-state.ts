@@ -20,6 +20,7 @@ export function needsInput(core: CanvasCore, id: string): boolean {
   const node = core.workflow.node(id);
   const form = node.definition.form;
   if (!form) return false;
+  if (core.beginRules === 'ragflow' && id === core.workflow.entryId) return false;
   const state = formState(core, id);
   if (state.timedOut) return false;
   const settled = !form.holdForOptional || state.submitted;

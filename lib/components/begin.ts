@@ -1,11 +1,16 @@
 /**
- * Begin: where every pass starts. Its `inputs` are a form asked on the first turn when a
- * required value is missing; the values stay for later passes of a conversational run and are
- * read downstream as `{begin@<field>}`.
+ * Begin: where every pass starts. Its `inputs` are the run's first values, read downstream as
+ * `{begin@<field>}`: explicit inputs, else a query when Begin has exactly one field (RAGFlow's
+ * rule). Under native rules a required field without a value makes them a form asked on the
+ * first turn; under RAGFlow's (canvas option `beginRules`) Begin never holds the run. Values
+ * stay for later passes of a conversational run.
  */
 import { z } from 'zod';
 import { defineComponent } from '../canvas/component';
 import { fieldOutputs, formFieldsSchema, toFormFields } from './form-fields';
+
+/** What RAGFlow's Begin says first when its DSL sets no `prologue`. */
+export const DEFAULT_PROLOGUE = "Hi! I'm your smart assistant. What can I do for you?";
 
 const params = z.looseObject({
   mode: z
@@ -26,7 +31,7 @@ export const begin = defineComponent({
   params,
   entry: {
     mode: (p) => p.mode,
-    prologue: (p) => (p.enablePrologue === false ? '' : (p.prologue ?? '')),
+    prologue: (p) => (p.enablePrologue === false ? '' : (p.prologue ?? DEFAULT_PROLOGUE)),
   },
   form: {
     fields: (p) => toFormFields(p.inputs),
