@@ -57,6 +57,13 @@ export interface SessionHead {
   /** Last committed turn (0: none). */
   turn: number;
   userId: string | null;
+  /** The API that started the run, whose Begin rules it keeps (lib/canvas BeginRules); absent: native. */
+  dialect?: 'ragflow';
+  /**
+   * RAGFlow's session source: `workflow` when a RAGFlow completion without a session started
+   * the run (its completions forward every canvas event); absent: `agent` (a created session).
+   */
+  source?: 'workflow';
   createdAt: string;
   updatedAt: string;
   /** Epoch seconds after which the session is gone. */
@@ -116,6 +123,8 @@ export interface CreateSession {
   workflowId: string;
   version: number;
   userId: string | null;
+  dialect?: 'ragflow';
+  source?: 'workflow';
   ttlSeconds: number;
   /** The first turn's key and fingerprint (its run id derived from the key). */
   keyHash?: string;
@@ -135,6 +144,8 @@ export async function createSession(ctx: StoreContext, s: CreateSession): Promis
     status: 'not_started',
     turn: 0,
     userId: s.userId,
+    ...(s.dialect ? { dialect: s.dialect } : {}),
+    ...(s.source ? { source: s.source } : {}),
     createdAt: iso(at),
     updatedAt: iso(at),
     expiresAt: Math.floor(at / 1000) + s.ttlSeconds,
@@ -226,7 +237,7 @@ export async function getHead(ctx: StoreContext, tenant: string, id: string): Pr
       TableName: ctx.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :t)',
       ExpressionAttributeValues: { ':pk': keys.session(tenant, id), ':t': TURN_PREFIX },
-      ProjectionExpression: 'pk, sk, kind, tenant, id, workflow_id, version, #status, #turn, user_id, created_at, updated_at, #ttl, due_at, ik, fp, claim_token, claim_expires, claim_async, claim_owner, cancel_at, deleted_at',
+      ProjectionExpression: 'pk, sk, kind, tenant, id, workflow_id, version, #status, #turn, user_id, dl, src, created_at, updated_at, #ttl, due_at, ik, fp, claim_token, claim_expires, claim_async, claim_owner, cancel_at, deleted_at',
       ExpressionAttributeNames: { '#status': 'status', '#turn': 'turn', '#ttl': 'ttl' },
       ScanIndexForward: false,
       Limit: 3,
@@ -517,6 +528,8 @@ function headItem(h: SessionHead): Record<string, unknown> {
     status: h.status,
     turn: h.turn,
     user_id: h.userId ?? undefined,
+    ...(h.dialect ? { dl: h.dialect } : {}),
+    ...(h.source ? { src: h.source } : {}),
     created_at: h.createdAt,
     updated_at: h.updatedAt,
     ttl: h.expiresAt,
@@ -537,6 +550,8 @@ export function toHead(item: Record<string, unknown>): SessionHead {
     status: item.status as string,
     turn: item.turn as number,
     userId: (item.user_id as string | undefined) ?? null,
+    ...(item.dl === 'ragflow' ? { dialect: 'ragflow' as const } : {}),
+    ...(item.src === 'workflow' ? { source: 'workflow' as const } : {}),
     createdAt: item.created_at as string,
     updatedAt: item.updated_at as string,
     expiresAt: item.ttl as number,

@@ -265,7 +265,7 @@ async function commitCancelled(engine: TurnEngine, request: TurnRequest, lease: 
 function fromCheckpoint(engine: TurnEngine, prepared: Prepared, saved: SavedCheckpoint): Canvas {
   const checkpoint = saved.checkpoint as TurnCheckpoint;
   const history = [...prepared.canvas.serialize().history, ...checkpoint.history];
-  return Canvas.restore(prepared.workflow, { ...checkpoint.state, history }, canvasOptions(engine, prepared.head.id, prepared.head.tenant));
+  return Canvas.restore(prepared.workflow, { ...checkpoint.state, history }, canvasOptions(engine, prepared.head.id, prepared.head.tenant, prepared.head.dialect));
 }
 
 /**

@@ -34,8 +34,9 @@ export async function compiled(engine: TurnEngine, tenant: string, workflowId: s
   return workflow;
 }
 
-export function canvasOptions(engine: TurnEngine, runId: string, tenant: string): CanvasOptions {
+export function canvasOptions(engine: TurnEngine, runId: string, tenant: string, dialect?: 'native' | 'ragflow'): CanvasOptions {
   return {
+    ...(dialect === 'ragflow' ? { beginRules: 'ragflow' as const } : {}),
     ...(engine.clock ? { clock: engine.clock } : {}),
     // the first state of a run is a function of its id: a retried first turn is the same run
     seed: Number.parseInt(sha256(runId).slice(0, 8), 16) | 0,

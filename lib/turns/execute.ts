@@ -282,6 +282,8 @@ async function takeClaim(engine: TurnEngine, started: Started, leaseMs: number, 
       workflowId: prepared.head.workflowId,
       version: prepared.head.version,
       userId: prepared.head.userId,
+      ...(prepared.head.dialect ? { dialect: prepared.head.dialect } : {}),
+      ...(prepared.head.source ? { source: prepared.head.source } : {}),
       ttlSeconds: ttlOf(engine),
       ...(started.keyHash ? { keyHash: started.keyHash, fingerprint: started.fingerprint } : {}),
     });
@@ -301,18 +303,19 @@ async function takeClaim(engine: TurnEngine, started: Started, leaseMs: number, 
  */
 export async function createRun(
   engine: TurnEngine,
-  args: { tenant: string; workflowId: string; version?: number; userId?: string | null; actor?: Actor; clientAddress?: string },
+  args: { tenant: string; workflowId: string; version?: number; userId?: string | null; actor?: Actor; clientAddress?: string; dialect?: 'native' | 'ragflow' },
 ): Promise<{ head: SessionHead; prologue: string }> {
   const { workflow, version } = await resolveWorkflow(engine, args.tenant, args.workflowId, args.version);
   if (runQuotaApplies(engine, args)) await takeRunQuota(engine, args);
   const id = newRunId();
-  const canvas = Canvas.create(workflow, canvasOptions(engine, id, args.tenant));
+  const canvas = Canvas.create(workflow, canvasOptions(engine, id, args.tenant, args.dialect));
   const head = await createSession(engine.store, {
     tenant: args.tenant,
     id,
     workflowId: args.workflowId,
     version,
     userId: args.userId ?? null,
+    ...(args.dialect === 'ragflow' ? { dialect: 'ragflow' as const } : {}),
     ttlSeconds: ttlOf(engine),
   });
   return { head, prologue: canvas.prologue };
@@ -326,7 +329,7 @@ export function newRunId(): string {
 async function prepareFirst(engine: TurnEngine, request: TurnRequest, derivedId?: string): Promise<Prepared> {
   const { workflow, version } = await resolveWorkflow(engine, request.tenant, request.workflowId, request.version);
   const id = derivedId ?? (request.newRunId && /^[0-9a-f]{32}$/.test(request.newRunId) ? request.newRunId : newRunId());
-  const canvas = Canvas.create(workflow, canvasOptions(engine, id, request.tenant));
+  const canvas = Canvas.create(workflow, canvasOptions(engine, id, request.tenant, request.dialect));
   if (request.command === 'stop') throw new EaselError('invalid_request', 'there is no run to stop yet');
   request.runInput = await resolveFileInputs(engine, request.tenant, canvas, request.runInput, expiryOf(engine), { runId: id, ...(request.fileAccess ? { access: request.fileAccess } : {}) });
   canvas.check(request.runInput ?? {});
@@ -339,6 +342,8 @@ async function prepareFirst(engine: TurnEngine, request: TurnRequest, derivedId?
     status: 'not_started',
     turn: 0,
     userId: request.runUserId !== undefined ? request.runUserId : (request.runInput?.user_id ?? null),
+    ...(request.dialect === 'ragflow' ? { dialect: 'ragflow' as const } : {}),
+    ...(request.source ? { source: request.source } : {}),
     createdAt: at,
     updatedAt: at,
     expiresAt: 0,
@@ -354,6 +359,7 @@ async function loadRun(engine: TurnEngine, request: TurnRequest, runId: string):
   const loaded = await loadSession(engine.store, request.tenant, runId, windowHint.get(hintKey) ?? 13);
   if (loaded.head.workflowId !== request.workflowId) throw new NotFoundError('run');
   request.authorize?.({ id: loaded.head.id, workflowId: loaded.head.workflowId, userId: loaded.head.userId });
+  request.onLoaded?.(loaded.head);
   return loaded;
 }
 
@@ -369,8 +375,8 @@ async function checkNext(engine: TurnEngine, request: TurnRequest, loaded: Loade
   const workflow = await compiled(engine, request.tenant, head.workflowId, head.version);
   windowHint.set(`${request.tenant}/${request.workflowId}`, workflow.historyWindow);
   const canvas = loaded.latest
-    ? Canvas.restore(workflow, withHistory(loaded.latest.state, loaded.history, workflow), canvasOptions(engine, head.id, head.tenant))
-    : Canvas.create(workflow, canvasOptions(engine, head.id, head.tenant));
+    ? Canvas.restore(workflow, withHistory(loaded.latest.state, loaded.history, workflow), canvasOptions(engine, head.id, head.tenant, head.dialect))
+    : Canvas.create(workflow, canvasOptions(engine, head.id, head.tenant, head.dialect));
   if (canvas.isTerminal) canvas.check({}); // throws run_finished
   const inFlight = head.claim && head.claim.expiresAt > now(engine) && head.claim.token !== ownClaim;
   // a stop meeting an async turn is not refused: the caller sets that turn's cancel flag

@@ -68,6 +68,15 @@ export interface TurnRequest {
   turnNumber?: number;
   /** First turn only: the version to pin (else the active one). */
   version?: number;
+  /**
+   * First turn only: the API starting the run. A run keeps the Begin rules of the API that
+   * started it: `ragflow` never pauses at Begin (RAGFlow pauses only at UserFillUp). @default 'native'
+   */
+  dialect?: 'native' | 'ragflow';
+  /** First turn only: RAGFlow's session source of the new run (SessionHead.source). */
+  source?: 'workflow';
+  /** Told of the run once it is loaded, before anything runs (not on replays). */
+  onLoaded?: (head: SessionHead) => void;
   runInput?: RunInput;
   command?: 'stop';
   idempotencyKey?: string;
