@@ -85,8 +85,12 @@ describe('OpenAI-compatible agent chat', () => {
     expect((again as unknown as { easel: Easel }).easel).toMatchObject({ session_id: paused.id, turn_number: 3, status: 'waiting_for_input' });
   });
 
-  it('answers missing arguments in RAGFlow’s envelope', async () => {
+  it('needs no model, as RAGFlow, and answers a missing message in its envelope', async () => {
     const res = await api.call('POST', `/api/v1/agents_openai/${agentId}/chat/completions`, { body: { messages: [] } });
-    expect(res.json).toEqual({ code: 101, message: 'required argument are missing: model; ', data: null });
+    expect(res.json).toEqual({ code: 102, message: 'You must provide at least one message.' });
+    // RAGFlow streams only when asked: no `stream` is one JSON answer
+    const bare = await api.call('POST', `/api/v1/agents_openai/${agentId}/chat/completions`, { body: { messages: [{ role: 'user', content: 'hi' }] } });
+    expect(bare.headers.get('content-type')).toContain('application/json');
+    expect(bare.json).toMatchObject({ object: 'chat.completion', model: agentId, id: expect.stringMatching(/^[0-9a-f]{32}$/) });
   });
 });

@@ -109,17 +109,20 @@ describe('RAGFlow sessions', () => {
 });
 
 describe('RAGFlow completions', () => {
-  it('streams a run that pauses, then continues it to the end, in RAGFlow’s SSE frames', async () => {
+  it('streams a run that pauses at a form, then continues it to the end, in RAGFlow’s SSE frames', async () => {
     const agentId = await newAgent(`Stream ${Date.now()}`);
     const first = await rf('POST', `/agents/${agentId}/completions`, { question: 'Hello', stream: true });
     expect(first.headers.get('content-type')).toContain('text/event-stream');
     const frames = dataFrames(first.text) as { event: string; session_id: string; message_id: string; created_at: number; task_id: string; data: Record<string, unknown> }[];
     expect(frames.at(-1)).toBe('[DONE]');
     const pause = frames.at(-2) as (typeof frames)[number];
-    expect(pause).toMatchObject({ event: 'user_inputs', task_id: agentId, data: { tips: 'Tell us about yourself (you said: Hello)', content: 'Tell us about yourself (you said: Hello)' } });
+    // task_id is the session, as RAGFlow's canvas is created with task_id=session_id
+    expect(pause).toMatchObject({ event: 'user_inputs', task_id: pause.session_id, data: { tips: 'Tell us about yourself (you said: Hello)' } });
+    expect(pause.data.content).toBeUndefined();
     expect(Object.keys(pause.data.inputs as object)).toContain('name');
     expect(pause.session_id).toMatch(/^[0-9a-f]{32}$/);
     expect(typeof pause.created_at).toBe('number');
+    expect(frames[0]).toMatchObject({ event: 'workflow_started' });
 
     const second = await rf('POST', `/agents/${agentId}/completions`, {
       question: '',
@@ -128,11 +131,13 @@ describe('RAGFlow completions', () => {
       inputs: { name: { type: 'line', value: 'Ada' }, age: { type: 'integer', value: 36 }, plan: { type: 'options', value: 'pro' } },
     });
     const events = (dataFrames(second.text).slice(0, -1) as { event: string; session_id: string; data: { content?: string } }[]);
-    // only content-carrying frames before message_end, as RAGFlow's SDK reads them
+    // a session a completion started is on RAGFlow's workflow path: every canvas event, no workflow_started on a resume
     const names = events.map((e) => e.event);
-    expect(names.slice(-2)).toEqual(['message_end', 'workflow_finished']);
-    expect(names.slice(0, -2).length).toBeGreaterThan(1);
-    expect(new Set(names.slice(0, -2))).toEqual(new Set(['message']));
+    expect(names.at(-1)).toBe('workflow_finished');
+    expect(names).toContain('message_end');
+    expect(names).toContain('node_started');
+    expect(names).toContain('node_finished');
+    expect(names).not.toContain('workflow_started');
     expect(events.every((e) => e.session_id === pause.session_id)).toBe(true);
     expect(events.filter((e) => e.event === 'message').map((e) => e.data.content).join('')).toBe('Welcome Ada (36), plan pro; city .');
   });
@@ -147,7 +152,7 @@ describe('RAGFlow completions', () => {
     expect(res.json.code).toBe(0);
     expect(res.json.data).toMatchObject({
       event: 'workflow_finished',
-      task_id: agentId,
+      task_id: res.json.data.session_id,
       data: {
         content: 'Grace (gold): a refund agent will contact you.',
         reference: {},
@@ -157,16 +162,17 @@ describe('RAGFlow completions', () => {
     });
   });
 
-  it('drives a Begin form and Categorize routing end to end through /agents/chat/completions', async () => {
+  it('never pauses at Begin on RAGFlow’s routes, and takes Begin inputs on every pass', async () => {
     const agentId = await newAgent(`Triage ${Date.now()}`, fixture('ragflow-begin-categorize'));
+    // two Begin fields: the query fills neither, and Begin does not ask for them
     const noInputs = await rf('POST', '/agents/chat/completions', { agent_id: agentId, query: 'hello', stream: false });
-    expect(noInputs.json.data.event).toBe('user_inputs');
-    expect(Object.keys(noInputs.json.data.data.inputs)).toEqual(['customer', 'tier']);
+    expect(noInputs.json.data.event).toBe('workflow_finished');
+    expect(noInputs.json.data.data.content).toBe(' (): thanks, noted.');
     const sessionId = noInputs.json.data.session_id;
     const answered = await rf('POST', '/agents/chat/completions', { agent_id: agentId, session_id: sessionId, stream: false, inputs: { customer: 'Lin', tier: 'basic' } });
     expect(answered.json.data.data.content).toBe('Lin (basic): thanks, noted.');
-    // a later message routes again, the Begin values kept; inputs sent again are ignored
-    const later = await rf('POST', '/agents/chat/completions', { agent_id: agentId, session_id: sessionId, stream: false, query: 'where is my delivery', inputs: { customer: 'Lin', tier: 'basic' } });
+    // a later message routes again, the Begin values kept
+    const later = await rf('POST', '/agents/chat/completions', { agent_id: agentId, session_id: sessionId, stream: false, query: 'where is my delivery' });
     expect(later.json.data.data.content).toBe('Lin (basic): your delivery is on its way.');
     expect((await rf('POST', '/agents/chat/completions', { agent_id: agentId, session_id: 'e'.repeat(32), query: 'x', stream: false })).json).toEqual({ code: 102, message: 'Session not found!' });
     expect((await rf('POST', '/agents/chat/completions', { query: 'x' })).json).toEqual({ code: 101, message: '`agent_id` is required.' });

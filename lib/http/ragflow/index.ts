@@ -10,7 +10,7 @@ import type { Principal } from '../auth';
 import { HttpError } from '../errors';
 import { DEFAULT_MAX_FILE_BYTES, storeUpload } from '../routes/files';
 import { param, registerAgentRoutes, type RagflowEnv } from './agents';
-import { registerCompletionRoutes } from './completions';
+import { completionRoutes } from './completions';
 import { guarded, RAGFLOW, RagflowError } from './envelope';
 
 export function registerRagflowRoutes(app: Hono<RagflowEnv>, deps: AppDeps): void {
@@ -49,7 +49,7 @@ export function registerRagflowRoutes(app: Hono<RagflowEnv>, deps: AppDeps): voi
   });
 
   registerAgentRoutes(app, deps);
-  registerCompletionRoutes(app, deps);
+  app.route('/api/v1', completionRoutes(deps));
 
   // Uploads for file inputs: the descriptor goes into `files` or a Begin/UserFillUp file field.
   const upload = guarded(async (c) => {

@@ -1,0 +1,129 @@
+/**
+ * The turn a RAGFlow-side completion stands for (RAGFlow's own mode and its OpenAI-compatible
+ * one): the agent checked against the key, the run input as RAGFlow reads it, RAGFlow's Begin
+ * rules for a new session, and the Idempotency-Key with the native execute's semantics.
+ */
+import type { Context } from 'hono';
+import { NotWaitingForInputError, type CanvasEvent, type RunInput } from '../../canvas';
+import { isRecord } from '../../canvas/references';
+import { NotFoundError } from '../../store/errors';
+import type { SessionHead } from '../../store/sessions';
+import { getWorkflow } from '../../store/workflows';
+import { executeTurn, newRunId, type TurnRequest, type TurnResult } from '../../turns/execute';
+import { resolveFileList } from '../../turns/files';
+import { derivedRunId, keyHashOf } from '../../turns/turn-keys';
+import { actorOf, fileAccess, idempotencyPrincipal, newRunUser, runAuthorizer } from '../access';
+import type { AppDeps } from '../app';
+import { IDEMPOTENCY_KEY, WORKFLOW_ID } from '../schemas';
+import type { RagflowEnv } from './agents';
+import { RAGFLOW, RagflowError } from './envelope';
+
+export interface Conversation {
+  agentId: string;
+  sessionId: string;
+  isNew: boolean;
+  request: TurnRequest;
+}
+
+export interface ConversationFields {
+  /** A string, or (RAGFlow's own mode) an object whose keys answer Begin's fields. */
+  query: unknown;
+  sessionId?: string;
+  inputs?: unknown;
+  userId?: unknown;
+  files?: unknown;
+  /** RAGFlow's session source of a new session: `workflow` for its own mode's new sessions. */
+  source?: 'workflow';
+}
+
+/** The request's Idempotency-Key, checked as the native API checks it. */
+export function idempotencyKeyOf(c: Context): string | undefined {
+  const key = c.req.header('idempotency-key');
+  if (key === undefined) return undefined;
+  if (!IDEMPOTENCY_KEY.safeParse(key).success) throw new RagflowError(RAGFLOW.argument, 'Idempotency-Key must be 1-255 characters of A-Z a-z 0-9 _ . : -');
+  return key;
+}
+
+/** The turn a request stands for; the agent must be the key's. */
+export async function conversation(c: Context<RagflowEnv>, deps: AppDeps, agentId: string, fields: ConversationFields): Promise<Conversation> {
+  const principal = c.get('principal');
+  const denied = new RagflowError(RAGFLOW.data, `You don't own the agent ${agentId}`);
+  if (principal.scope !== 'admin' && !principal.workflowIds.includes(agentId)) throw denied;
+  if (principal.endUser && !principal.endUser.workflowIds.includes(agentId)) throw denied;
+  // no workflow has an id of another shape; one too long for a DynamoDB key must not reach it
+  if (!WORKFLOW_ID.safeParse(agentId).success) throw denied;
+  try {
+    if ((await getWorkflow(deps.engine.store, principal.tenant, agentId)).deleted) throw denied;
+  } catch (error) {
+    if (error instanceof NotFoundError) throw denied;
+    throw error;
+  }
+  if (fields.sessionId !== undefined && !/^[0-9a-f]{32}$/.test(fields.sessionId)) throw new RagflowError(RAGFLOW.data, 'Session not found!');
+  const idempotencyKey = idempotencyKeyOf(c);
+  const runInput = runInputOf(fields);
+  // an end user's sessions carry the user the token asserts, whatever user_id was sent
+  if (principal.endUser) runInput.user_id = principal.endUser.id;
+  else if (typeof fields.userId === 'string' && fields.userId) runInput.user_id = fields.userId;
+  const authorize = fields.sessionId ? runAuthorizer(principal) : undefined;
+  const clientAddress = deps.clientAddress?.(c);
+  const files = fileAccess(principal, deps.access);
+  const request: TurnRequest = {
+    tenant: principal.tenant,
+    workflowId: agentId,
+    principal: idempotencyPrincipal(principal),
+    actor: actorOf(principal),
+    ...(authorize ? { authorize } : {}),
+    ...(files ? { fileAccess: files } : {}),
+    ...(fields.sessionId ? { runId: fields.sessionId } : { runUserId: newRunUser(principal, runInput.user_id), dialect: 'ragflow' as const, ...(fields.source ? { source: fields.source } : {}) }),
+    ...(clientAddress ? { clientAddress } : {}),
+    ...(idempotencyKey ? { idempotencyKey } : {}),
+    runInput,
+  };
+  // a keyed new session's id is the key's, so every retry names the same session
+  const sessionId = fields.sessionId ?? (idempotencyKey ? derivedRunId(keyHashOf(request)) : newRunId());
+  if (!fields.sessionId && !idempotencyKey) request.newRunId = sessionId;
+  if (Array.isArray(fields.files) && fields.files.length > 0) {
+    const keepUntil = Math.floor(Date.now() / 1000) + (deps.engine.sessionTtlSeconds ?? 30 * 86_400);
+    runInput.files = await resolveFileList(deps.engine, principal.tenant, fields.files, keepUntil, { runId: sessionId, ...(files ? { access: files } : {}) });
+  }
+  return { agentId, sessionId, isNew: fields.sessionId === undefined, request };
+}
+
+/**
+ * RAGFlow's run input: a string query (Begin's only field takes it when no inputs are sent,
+ * lib/canvas), or an object query whose keys answer Begin's fields; explicit `inputs` win.
+ */
+function runInputOf(fields: ConversationFields): RunInput {
+  const runInput: RunInput = {};
+  const { query } = fields;
+  if (typeof query === 'string' && query) runInput.query = query;
+  if (isRecord(fields.inputs) && Object.keys(fields.inputs).length > 0) runInput.inputs = fields.inputs;
+  else if (isRecord(query) && Object.keys(query).length > 0) runInput.inputs = query;
+  if (isRecord(query)) runInput.query = JSON.stringify(query);
+  return runInput;
+}
+
+/**
+ * Runs the turn. RAGFlow clients may send Begin's inputs with every message; once the run is
+ * past its first turn and not waiting for a form, they are dropped rather than refused.
+ */
+export async function runConversation(deps: AppDeps, conv: Conversation, hooks: { onEvent?: (e: CanvasEvent) => void; onLoaded?: (head: SessionHead) => void } = {}): Promise<TurnResult> {
+  const request: TurnRequest = { ...conv.request, ...(hooks.onEvent ? { onEvent: hooks.onEvent } : {}), ...(hooks.onLoaded ? { onLoaded: hooks.onLoaded } : {}) };
+  try {
+    return await executeTurn(deps.engine, request);
+  } catch (error) {
+    if (error instanceof NotWaitingForInputError && request.runInput?.inputs) {
+      const { inputs: _dropped, ...rest } = request.runInput;
+      return executeTurn(deps.engine, { ...request, runInput: rest });
+    }
+    if (error instanceof NotFoundError && error.what === 'run') throw new RagflowError(RAGFLOW.data, 'Session not found!');
+    throw error;
+  }
+}
+
+/** Python's truthiness, as RAGFlow reads `stream` and `return_trace`. */
+export function truthy(value: unknown): boolean {
+  if (Array.isArray(value)) return value.length > 0;
+  if (isRecord(value)) return Object.keys(value).length > 0;
+  return Boolean(value);
+}
