@@ -7,6 +7,7 @@ import { type ComponentDefinition, type ComponentRegistry, createRegistry } from
 import { agent } from './agent';
 import { begin } from './begin';
 import { categorize } from './categorize';
+import { dataOperations } from './data-operations';
 import { exitLoop } from './exit-loop';
 import { iteration } from './iteration';
 import { invoke } from './invoke';
@@ -37,6 +38,7 @@ export const coreComponents: readonly ComponentDefinition<any>[] = [
   agent,
   categorize,
   invoke,
+  dataOperations,
   ...refusedComponents,
 ];
 
