@@ -12,6 +12,7 @@ import { exitLoop } from './exit-loop';
 import { iteration } from './iteration';
 import { invoke } from './invoke';
 import { iterationItem } from './iteration-item';
+import { listOperations } from './list-operations';
 import { llm } from './llm';
 import { loop } from './loop';
 import { loopItem } from './loop-item';
@@ -39,6 +40,7 @@ export const coreComponents: readonly ComponentDefinition<any>[] = [
   categorize,
   invoke,
   dataOperations,
+  listOperations,
   ...refusedComponents,
 ];
 
