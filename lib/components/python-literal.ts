@@ -67,7 +67,7 @@ function toJson(v: Py): unknown {
     for (const [k, value] of v.entries) {
       // Lists and dicts are unhashable; tuples are not, but JSON keys are text.
       if (k.key !== null && typeof k.key === 'object') fail();
-      const identity = hashKey(k.key);
+      const identity = typeof k.key === 'string' ? `s${k.key}` : hashKey(k.key);
       if (!names.has(identity)) names.set(identity, keyText(k.key, k.float));
       values.set(identity, value);
     }
@@ -98,18 +98,30 @@ function keyText(k: null | boolean | number | string, float: boolean): string {
   return k;
 }
 
-const HEX = /0[xX](?:_?[0-9a-fA-F])+/y;
-const OCT = /0[oO](?:_?[0-7])+/y;
-const BIN = /0[bB](?:_?[01])+/y;
 const DIGITS = String.raw`\d(?:_?\d)*`;
 const EXPONENT = String.raw`[eE][+-]?${DIGITS}`;
-const FLOAT = new RegExp(
-  String.raw`(?:${DIGITS})?\.${DIGITS}(?:${EXPONENT})?|${DIGITS}\.(?:${EXPONENT})?|${DIGITS}${EXPONENT}`,
+/** Python's number tokens; group 1 is a float (`1.5`, `.5`, `1.`, `1e3`), the rest integers. */
+const NUMBER = new RegExp(
+  [
+    String.raw`0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+`,
+    String.raw`((?:${DIGITS})?\.${DIGITS}(?:${EXPONENT})?|${DIGITS}\.(?:${EXPONENT})?|${DIGITS}${EXPONENT})`,
+    String.raw`[1-9](?:_?\d)*|0(?:_?0)*`,
+  ].join('|'),
   'y',
 );
-const DECIMAL = /[1-9](?:_?\d)*|0(?:_?0)*/y;
 const WORD = /[\p{ID_Start}_][\p{ID_Continue}]*/uy;
 const NAME_CHAR = /[\p{ID_Continue}]/u;
+
+function isDigit(c: string): boolean {
+  return c >= '0' && c <= '9';
+}
+
+/** A character that would continue a name or number token (`1j`, `1abc`, `007`). */
+function continuesName(c: string): boolean {
+  if (c === '') return false;
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || isDigit(c) || c === '_') return true;
+  return c.charCodeAt(0) > 0x7f && NAME_CHAR.test(c);
+}
 /** Prefixes of text strings; `b` (bytes) and `f` (f-strings) are not JSON-able or not literals. */
 const STRING_PREFIX = /^[rRuU]$/;
 
@@ -224,7 +236,7 @@ class Parser {
       this.signed = true;
       return c === '-' ? -operand : operand;
     }
-    if (/[0-9]/.test(c) || (c === '.' && /[0-9]/.test(this.peek(1)))) return this.number();
+    if (isDigit(c) || (c === '.' && isDigit(this.peek(1)))) return this.number();
     if (this.src.startsWith('...', this.pos)) {
       this.pos += 3;
       return ELLIPSIS;
@@ -340,18 +352,14 @@ class Parser {
   }
 
   private number(): number {
-    const start = this.pos;
-    let text: string | undefined;
-    for (const re of [HEX, OCT, BIN, FLOAT, DECIMAL]) {
-      re.lastIndex = start;
-      text = re.exec(this.src)?.[0];
-      this.float = re === FLOAT;
-      if (text !== undefined) break;
-    }
-    if (text === undefined) fail();
+    NUMBER.lastIndex = this.pos;
+    const match = NUMBER.exec(this.src);
+    if (!match) fail();
+    const text = match[0];
+    this.float = match[1] !== undefined;
     this.pos += text.length;
     // `1j` (complex), `1abc`, `007`: not a number JSON can hold, or not one at all.
-    if (NAME_CHAR.test(this.peek())) fail();
+    if (continuesName(this.peek())) fail();
     const value = Number(text.replaceAll('_', ''));
     if (!Number.isFinite(value)) fail();
     return value;
