@@ -39,7 +39,11 @@ export const DATA_OPERATIONS = [
 type Operation = (typeof DATA_OPERATIONS)[number];
 
 export const DATA_OPERATIONS_LIMITS = {
-  /** The result, measured as JSON text, at most (characters). @default 8 MiB */
+  /**
+   * The objects taken from `query` (a variable counts each time it is named), and what
+   * `append_or_update` makes of them, measured as JSON text, at most (characters). The other
+   * operations give no more than they take. @default 8 MiB
+   */
   maxResultChars: 8 * 1024 * 1024,
 } as const;
 
@@ -52,7 +56,7 @@ const keyList = z
 const text = z.union([z.string(), z.number(), z.boolean()]).nullish();
 
 const params = z.looseObject({
-  // One variable or a list of them; entries the editor left blank (null) are dropped.
+  // One variable or a list of them; entries the editor left blank (null) are skipped.
   query: z
     .union([z.string().min(1, 'names a variable'), z.array(z.string().min(1, 'names a variable').nullable())])
     .nullish()

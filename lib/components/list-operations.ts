@@ -10,7 +10,8 @@
  *
  * Out of range `n` gives an empty list, or an error in `strict` mode. Sorting compares as
  * Python does, so a list that mixes text and numbers, or lacks a `sort_by` key in some
- * objects, is an error. The outputs are no larger than the input list: nothing to bound here.
+ * objects, is an error. The outputs hold only elements of the input list (at most the list
+ * and its two ends), so they need no bound of their own.
  */
 import { z } from 'zod';
 import { defineComponent } from '../canvas/component';
