@@ -5,7 +5,7 @@
  * acts on results and capabilities, never on component names.
  */
 import type { CallReport } from './calls';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { DslProblem } from './errors';
 import type { FieldType, FormField } from './forms';
 import type { TextStream } from './text-stream';
@@ -147,6 +147,11 @@ export interface ComponentDefinition<P = unknown> {
   external?: boolean;
   /** The output set to `exception_default_value` when the `comment` method handles an error. */
   defaultOutput?: string;
+  /**
+   * Known but not offered: a DSL that uses it is refused at load, naming it, with this reason.
+   * A registry can override it by name with a real definition.
+   */
+  refused?: string;
 }
 
 /** Registry of components by `component_name`; an explicit map, extended by spreading. */
@@ -156,6 +161,23 @@ export function defineComponent<S extends z.ZodType>(
   definition: Omit<ComponentDefinition<z.output<S>>, 'params'> & { params: S },
 ): ComponentDefinition<z.output<S>> {
   return definition as ComponentDefinition<z.output<S>>;
+}
+
+/**
+ * A component that is refused when a DSL is loaded, with the reason why.
+ *
+ * @example
+ *   refusedComponent('Browser', 'it drives a web browser, which Easel does not provide')
+ */
+export function refusedComponent(name: string, reason: string): ComponentDefinition<unknown> {
+  return {
+    name,
+    refused: reason,
+    params: z.unknown(),
+    invoke() {
+      throw new Error(`${name} is not supported: ${reason}`);
+    },
+  };
 }
 
 export function createRegistry(

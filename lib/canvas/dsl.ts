@@ -114,12 +114,12 @@ export function compileWorkflow(
     }
     const name = entry.data.obj.component_name;
     const definition = registry.get(name);
-    if (!definition) {
+    if (!definition || definition.refused !== undefined) {
       unsupported.add(name);
       problems.push({
         component_id: id,
         field: 'obj.component_name',
-        message: `unsupported component "${name}"`,
+        message: `unsupported component "${name}"${definition?.refused ? `: ${definition.refused}` : ''}`,
       });
       continue;
     }

@@ -3,6 +3,7 @@
  * RAGFlow: Switch compares text case-insensitively and coerces numbers; Loop dispatches on
  * the variable's type and compares text exactly.
  */
+import { z } from 'zod';
 import { ComponentError } from '../canvas/errors';
 import { isRecord } from '../canvas/references';
 
@@ -223,4 +224,30 @@ export function loopCompare(variable: unknown, operator: string, value: unknown)
     if (op === 'not empty') return Object.keys(variable).length > 0;
   }
   throw invalid();
+}
+
+/** The comparisons of DataOperations' and ListOperations' filters, as RAGFlow's editor offers them. */
+export const TEXT_FILTER_OPERATORS = ['=', '≠', 'contains', 'start with', 'end with'] as const;
+export type TextFilterOperator = (typeof TEXT_FILTER_OPERATORS)[number];
+
+/** A filter's operator in the DSL: any case, ASCII `!=` and `==` too. */
+export const textFilterOperator = z
+  .string({ error: `must be one of: ${TEXT_FILTER_OPERATORS.join(', ')}` })
+  .transform((op) => canonicalOperator(op.toLowerCase()))
+  .pipe(z.enum(TEXT_FILTER_OPERATORS, { error: `must be one of: ${TEXT_FILTER_OPERATORS.join(', ')}` }));
+
+/** Those filters compare text exactly (case-sensitive), unlike Switch. */
+export function textMatches(value: string, operator: TextFilterOperator, target: string): boolean {
+  switch (operator) {
+    case '=':
+      return value === target;
+    case '≠':
+      return value !== target;
+    case 'contains':
+      return value.includes(target);
+    case 'start with':
+      return value.startsWith(target);
+    case 'end with':
+      return value.endsWith(target);
+  }
 }

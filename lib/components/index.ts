@@ -7,14 +7,17 @@ import { type ComponentDefinition, type ComponentRegistry, createRegistry } from
 import { agent } from './agent';
 import { begin } from './begin';
 import { categorize } from './categorize';
+import { dataOperations } from './data-operations';
 import { exitLoop } from './exit-loop';
 import { iteration } from './iteration';
 import { invoke } from './invoke';
 import { iterationItem } from './iteration-item';
+import { listOperations } from './list-operations';
 import { llm } from './llm';
 import { loop } from './loop';
 import { loopItem } from './loop-item';
 import { message } from './message';
+import { refusedComponents } from './refused';
 import { switchComponent } from './switch';
 import { userFillUp } from './user-fill-up';
 import { variableAggregator } from './variable-aggregator';
@@ -36,6 +39,9 @@ export const coreComponents: readonly ComponentDefinition<any>[] = [
   agent,
   categorize,
   invoke,
+  dataOperations,
+  listOperations,
+  ...refusedComponents,
 ];
 
 export const builtinComponents: ComponentRegistry = createRegistry(...coreComponents);
