@@ -70,13 +70,17 @@ export const categorize = defineComponent({
   },
 });
 
-/** The category named most often in `answer`; ties go to the first; none named: the last. */
+/**
+ * The category named most often in `answer`; ties go to the first; none named: the last. Names
+ * are matched without their surrounding spaces: a stock RAGFlow template names a category
+ * "Negative review " and a model answering "Negative review" means it.
+ */
 export function pickCategory(answer: string, names: readonly string[]): string {
   const haystack = answer.toLowerCase();
   let best: string | undefined;
   let bestCount = 0;
   for (const name of names) {
-    const needle = name.toLowerCase();
+    const needle = name.trim().toLowerCase();
     let count = 0;
     for (let at = haystack.indexOf(needle); needle !== '' && at >= 0; at = haystack.indexOf(needle, at + 1)) count++;
     if (count > bestCount) {
