@@ -125,6 +125,9 @@ describe('Begin as RAGFlow', () => {
     expect(await twoSaid({ query: { a: 'x', b: { value: 'y' } } })).toBe('a=x b=y');
     // two fields and a plain query: nothing filled, and Begin does not ask (RAGFlow never pauses there)
     expect(await twoSaid({ query: 'hello' })).toBe('a= b=');
+    // nor in a session created first
+    const session = (await rf('POST', `/agents/${two}/sessions`, {})).json.data.id as string;
+    expect(await twoSaid({ query: 'hello', session_id: session })).toBe('a= b=');
   });
 
   it('keeps the Begin form on the native API, and each run keeps the rules of the API that started it', async () => {

@@ -222,7 +222,7 @@ export function registerAgentRoutes(app: Hono<RagflowEnv>, deps: AppDeps): void 
     const req = await jsonBody(c);
     const sent = typeof req.user_id === 'string' ? req.user_id : c.req.query('user_id');
     const clientAddress = deps.clientAddress?.(c);
-    const { head } = await createRun(engine, { tenant: principal.tenant, workflowId: id, userId: newRunUser(principal, sent), actor: actorOf(principal), ...(clientAddress ? { clientAddress } : {}) });
+    const { head } = await createRun(engine, { tenant: principal.tenant, workflowId: id, userId: newRunUser(principal, sent), actor: actorOf(principal), dialect: 'ragflow', ...(clientAddress ? { clientAddress } : {}) });
     return ok(c, await sessionView(principal.tenant, id, { id: head.id, workflowId: id, version: head.version, status: head.status, turn: 0, userId: head.userId, createdAt: head.createdAt, updatedAt: head.updatedAt }, true));
   }));
 
