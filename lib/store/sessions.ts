@@ -57,6 +57,8 @@ export interface SessionHead {
   /** Last committed turn (0: none). */
   turn: number;
   userId: string | null;
+  /** The name it was given when created (RAGFlow's session name); absent when none. */
+  name?: string;
   createdAt: string;
   updatedAt: string;
   /** Epoch seconds after which the session is gone. */
@@ -116,6 +118,8 @@ export interface CreateSession {
   workflowId: string;
   version: number;
   userId: string | null;
+  /** A name for listings (RAGFlow's session name). */
+  name?: string;
   ttlSeconds: number;
   /** The first turn's key and fingerprint (its run id derived from the key). */
   keyHash?: string;
@@ -135,6 +139,7 @@ export async function createSession(ctx: StoreContext, s: CreateSession): Promis
     status: 'not_started',
     turn: 0,
     userId: s.userId,
+    ...(s.name ? { name: s.name } : {}),
     createdAt: iso(at),
     updatedAt: iso(at),
     expiresAt: Math.floor(at / 1000) + s.ttlSeconds,
@@ -517,6 +522,7 @@ function headItem(h: SessionHead): Record<string, unknown> {
     status: h.status,
     turn: h.turn,
     user_id: h.userId ?? undefined,
+    ...(h.name ? { name: h.name } : {}),
     created_at: h.createdAt,
     updated_at: h.updatedAt,
     ttl: h.expiresAt,
@@ -537,6 +543,7 @@ export function toHead(item: Record<string, unknown>): SessionHead {
     status: item.status as string,
     turn: item.turn as number,
     userId: (item.user_id as string | undefined) ?? null,
+    ...(typeof item.name === 'string' ? { name: item.name } : {}),
     createdAt: item.created_at as string,
     updatedAt: item.updated_at as string,
     expiresAt: item.ttl as number,

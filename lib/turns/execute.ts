@@ -301,7 +301,7 @@ async function takeClaim(engine: TurnEngine, started: Started, leaseMs: number, 
  */
 export async function createRun(
   engine: TurnEngine,
-  args: { tenant: string; workflowId: string; version?: number; userId?: string | null; actor?: Actor; clientAddress?: string },
+  args: { tenant: string; workflowId: string; version?: number; userId?: string | null; name?: string; actor?: Actor; clientAddress?: string },
 ): Promise<{ head: SessionHead; prologue: string }> {
   const { workflow, version } = await resolveWorkflow(engine, args.tenant, args.workflowId, args.version);
   if (runQuotaApplies(engine, args)) await takeRunQuota(engine, args);
@@ -313,6 +313,7 @@ export async function createRun(
     workflowId: args.workflowId,
     version,
     userId: args.userId ?? null,
+    ...(args.name ? { name: args.name } : {}),
     ttlSeconds: ttlOf(engine),
   });
   return { head, prologue: canvas.prologue };
