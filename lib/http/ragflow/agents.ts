@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { addVersion, createWorkflow, DEFAULT_CANVAS_CATEGORY, deleteWorkflow, getWorkflow, updateWorkflow, workflowRecords } from '../../store/workflows';
 import { mayReachWorkflow } from '../access';
 import type { AppDeps } from '../app';
+import type { Principal } from '../auth';
 import { checkTitleFree, detailsOf, parseDsl, titleOf } from './agent-input';
 import { agentFilters, filterAgents } from './agent-list';
 import { agentRow, agentView } from './agent-view';
@@ -21,12 +22,11 @@ export function agentRoutes(deps: AppDeps) {
   const guard = guardOf(deps);
   const store = deps.engine.store;
   const maxNodes = deps.maxDslNodes ?? 500;
-  const reachable = async (tenant: string, principal: Parameters<typeof mayReachWorkflow>[0]) =>
-    (await workflowRecords(store, tenant)).filter((w) => mayReachWorkflow(principal, w.id));
+  const reachable = async (principal: Principal) => (await workflowRecords(store, principal.tenant)).filter((w) => mayReachWorkflow(principal, w.id));
 
   app.get('/', guard(async (c) => {
     const principal = c.get('principal');
-    const agents = await reachable(principal.tenant, principal);
+    const agents = await reachable(principal);
     const q = c.req.query();
     if (q.type === 'filter') return success(c, agentFilters(agents, principal.tenant));
     const { page, total } = filterAgents(agents, q, principal.tenant);

@@ -4,6 +4,7 @@
  * its `name` is kept on the run, its `user_id` is the one lib/http/access.ts decides.
  */
 import { deleteSession } from '../../store/deletion';
+import { createRun } from '../../turns/execute';
 import { actorOf, newRunUser } from '../access';
 import type { AppDeps } from '../app';
 import { adminOnly, guardOf, param, reachableAgent, routeGroup } from './context';
@@ -11,7 +12,6 @@ import { jsonBody, ok, RAGFLOW, RagflowError, success } from './envelope';
 import { deleteSessions } from './session-delete';
 import { filterSessions, reachableSessions, sessionNames } from './session-list';
 import { findSession, sessionNotFound, sessionView } from './session-view';
-import { createRun } from '../../turns/execute';
 
 /** RAGFlow's name column. */
 const MAX_NAME = 255;

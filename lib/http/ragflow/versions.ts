@@ -42,11 +42,10 @@ export function versionRoutes(deps: AppDeps) {
     const w = await reachableAgent(c, deps, param(c, 'id'));
     const vid = param(c, 'vid');
     const notFound = new RagflowError(RAGFLOW.data, 'Version not found.');
-    if (!/^[1-9]\d{0,5}$/.test(vid) || Number(vid) > w.latestVersion) throw notFound;
+    const version = /^[1-9]\d{0,5}$/.test(vid) ? (await listVersions(store, w.tenant, w.id)).find((v) => v.version === Number(vid)) : undefined;
+    if (!version) throw notFound;
     try {
-      const dsl = await getVersion(store, w.tenant, w.id, Number(vid));
-      const createdAt = (await listVersions(store, w.tenant, w.id)).find((v) => v.version === Number(vid))?.createdAt ?? w.createdAt;
-      return success(c, { ...versionRow(w, { version: Number(vid), createdAt }), dsl });
+      return success(c, { ...versionRow(w, version), dsl: await getVersion(store, w.tenant, w.id, version.version) });
     } catch (error) {
       if (error instanceof NotFoundError) throw notFound;
       throw error;
