@@ -8,6 +8,7 @@
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
+import { isTemplateFile, templateFields } from '../canvas/template-file';
 import { ConfigError, readCliConfig } from '../config';
 import { chat, printedTurn } from './chat';
 import { CliError, EaselClient, type ExecuteBody, type RunState } from './client';
@@ -17,7 +18,9 @@ export const USAGE = `usage: easel <command> [options]
 
 Workflows (admin key):
   workflows create <file.json|-> [--name <name>] [--description <text>]
-      the file is a RAGFlow DSL or {name, description, dsl}; prints the new id
+      the file is a RAGFlow DSL, {name, description, dsl}, or a RAGFlow template file
+      ({title: {en, ...}, description, canvas_type, dsl}: its English title and description
+      are taken); prints the new id
   workflows list
   workflows versions <workflow>
   workflows activate <workflow> <version>
@@ -217,7 +220,7 @@ function client(values: Values, io: Io): EaselClient {
 }
 
 /** A workflow file: a bare RAGFlow DSL, or `{name, description, dsl}` as in examples/. */
-async function workflowFile(file: string, values: Values, io: Io): Promise<{ name: string; description?: string; dsl: unknown }> {
+async function workflowFile(file: string, values: Values, io: Io): Promise<{ name: string; description?: string; canvas_type?: string; canvas_category?: string; dsl: unknown }> {
   let text: string;
   try {
     text = file === '-' ? await readStream(io.stdin) : await readFile(file, 'utf8');
@@ -232,11 +235,20 @@ async function workflowFile(file: string, values: Values, io: Io): Promise<{ nam
   }
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new CliError(`${file} is not a JSON object`, 2);
   const record = doc as Record<string, unknown>;
-  const wrapped = typeof record.dsl === 'object' && record.dsl !== null;
-  const name = values.name ?? (wrapped && typeof record.name === 'string' ? record.name : file === '-' ? undefined : basename(file).replace(/\.json$/i, ''));
+  const wrapped = isTemplateFile(record);
+  // {name, description, dsl} or RAGFlow's template file ({title: {en, ...}, canvas_type, dsl})
+  const template = wrapped ? templateFields(record) : {};
+  const fileName = wrapped && typeof record.name === 'string' ? record.name : template.title;
+  const name = values.name ?? fileName ?? (file === '-' ? undefined : basename(file).replace(/\.json$/i, ''));
   if (!name) throw usage('give the workflow a --name (the DSL on stdin carries none)');
-  const description = values.description ?? (wrapped && typeof record.description === 'string' ? record.description : undefined);
-  return { name, ...(description ? { description } : {}), dsl: wrapped ? record.dsl : record };
+  const description = values.description ?? template.description;
+  return {
+    name,
+    ...(description ? { description } : {}),
+    ...(template.canvasType !== undefined ? { canvas_type: template.canvasType } : {}),
+    ...(template.canvasCategory !== undefined ? { canvas_category: template.canvasCategory } : {}),
+    dsl: wrapped ? record.dsl : record,
+  };
 }
 
 async function readStream(stream: NodeJS.ReadableStream): Promise<string> {

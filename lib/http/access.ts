@@ -28,6 +28,18 @@ export interface AccessTokens {
   fileTokens: SignedTokens;
 }
 
+/** Whether the principal reaches this workflow (RAGFlow: agent): an admin every one; an execute key those it lists, narrowed by an end-user token's. */
+export function mayReachWorkflow(p: Principal, workflowId: string): boolean {
+  if (p.scope === 'admin') return true;
+  if (!p.workflowIds.includes(workflowId)) return false;
+  return !p.endUser || p.endUser.workflowIds.includes(workflowId);
+}
+
+/** Whether the principal may change or delete workflows, versions, keys and runs: the admin scope only. */
+export function mayAdminister(p: Principal): boolean {
+  return p.scope === 'admin';
+}
+
 /** Whether the principal reaches this run (its tenant is checked by the store's keys). */
 export function mayReachRun(p: Principal, run: RunOwner): boolean {
   if (p.scope === 'admin') return true;

@@ -12,19 +12,27 @@ export const ErrorSchema = z
   .looseObject({ code: z.string(), error: z.string() })
   .openapi('Error', { description: 'Every error: a stable code, a message, and details where they help (fields, problems, current_turn_number).' });
 
+/** Text, or one text per language as RAGFlow's template files carry it (`{en, zh, ...}`). */
+const Localized = (max: number) => z.union([z.string().max(max), z.record(z.string(), z.string().max(max))]);
+
 export const CreateWorkflow = z
   .object({
-    name: z.string().min(1).max(200),
-    description: z.string().max(2000).optional(),
+    name: z.string().min(1).max(200).optional().openapi({ description: 'Required unless `title` is given' }),
+    title: Localized(200).optional().openapi({ description: "A RAGFlow template file's title: its English text (`en`) names the workflow when `name` is absent" }),
+    description: Localized(2000).optional().openapi({ description: 'Text, or its translations (the English one is kept)' }),
+    canvas_type: z.string().max(64).nullish().openapi({ description: "RAGFlow's canvas type (a template's shelf, e.g. \"Customer Support\")" }),
+    canvas_category: z.enum(['agent_canvas', 'dataflow_canvas']).optional(),
     dsl: z.record(z.string(), z.unknown()).openapi({ description: 'A RAGFlow canvas DSL: {components, globals, ...}' }),
   })
-  .openapi('CreateWorkflow');
+  .openapi('CreateWorkflow', { description: '`{name, description?, dsl}`, or a RAGFlow template file as it ships: `{id, title: {en, ...}, description: {en, ...}, canvas_type, dsl}`' });
 
 export const Workflow = z
   .looseObject({
     id: z.string(),
     name: z.string(),
     description: z.string(),
+    canvas_type: z.string().nullable(),
+    canvas_category: z.string(),
     version: z.number().int(),
     active_version: z.number().int(),
     latest_version: z.number().int(),

@@ -12,7 +12,7 @@ import { LISTING_INDEX, TIMER_INDEX } from './table';
 const now = (ctx: StoreContext) => (ctx.now ?? Date.now)();
 
 /** What the listing index holds of a session: its head without the state. */
-export type SessionSummary = Pick<SessionHead, 'id' | 'workflowId' | 'version' | 'status' | 'turn' | 'userId' | 'createdAt' | 'updatedAt'>;
+export type SessionSummary = Pick<SessionHead, 'id' | 'workflowId' | 'version' | 'status' | 'turn' | 'userId' | 'name' | 'createdAt' | 'updatedAt'>;
 
 /**
  * Sessions of a workflow, newest first, from the listing index: no session state is read.
@@ -53,8 +53,8 @@ export async function listSessions(
       })),
     );
     for (const i of page.Items ?? []) {
-      const { id, workflowId, version, status, turn, userId, createdAt, updatedAt } = toHead(i);
-      items.push({ id, workflowId, version, status, turn, userId, createdAt, updatedAt });
+      const { id, workflowId, version, status, turn, userId, name, createdAt, updatedAt } = toHead(i);
+      items.push({ id, workflowId, version, status, turn, userId, ...(name !== undefined ? { name } : {}), createdAt, updatedAt });
     }
     cursor = page.LastEvaluatedKey;
   } while (cursor && items.length < options.limit);

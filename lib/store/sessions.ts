@@ -64,6 +64,8 @@ export interface SessionHead {
    * the run (its completions forward every canvas event); absent: `agent` (a created session).
    */
   source?: 'workflow';
+  /** The name it was given when created (RAGFlow's session name); absent when none. */
+  name?: string;
   createdAt: string;
   updatedAt: string;
   /** Epoch seconds after which the session is gone. */
@@ -125,6 +127,8 @@ export interface CreateSession {
   userId: string | null;
   dialect?: 'ragflow';
   source?: 'workflow';
+  /** A name for listings (RAGFlow's session name). */
+  name?: string;
   ttlSeconds: number;
   /** The first turn's key and fingerprint (its run id derived from the key). */
   keyHash?: string;
@@ -146,6 +150,7 @@ export async function createSession(ctx: StoreContext, s: CreateSession): Promis
     userId: s.userId,
     ...(s.dialect ? { dialect: s.dialect } : {}),
     ...(s.source ? { source: s.source } : {}),
+    ...(s.name ? { name: s.name } : {}),
     createdAt: iso(at),
     updatedAt: iso(at),
     expiresAt: Math.floor(at / 1000) + s.ttlSeconds,
@@ -530,6 +535,7 @@ function headItem(h: SessionHead): Record<string, unknown> {
     user_id: h.userId ?? undefined,
     ...(h.dialect ? { dl: h.dialect } : {}),
     ...(h.source ? { src: h.source } : {}),
+    ...(h.name ? { name: h.name } : {}),
     created_at: h.createdAt,
     updated_at: h.updatedAt,
     ttl: h.expiresAt,
@@ -552,6 +558,7 @@ export function toHead(item: Record<string, unknown>): SessionHead {
     userId: (item.user_id as string | undefined) ?? null,
     ...(item.dl === 'ragflow' ? { dialect: 'ragflow' as const } : {}),
     ...(item.src === 'workflow' ? { source: 'workflow' as const } : {}),
+    ...(typeof item.name === 'string' ? { name: item.name } : {}),
     createdAt: item.created_at as string,
     updatedAt: item.updated_at as string,
     expiresAt: item.ttl as number,

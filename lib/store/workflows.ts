@@ -1,7 +1,8 @@
 /**
- * Workflows and their immutable numbered versions. The head `W` holds the name, the active and
- * latest version numbers; each version `V#<n>` holds its DSL (compressed). Creating a version
- * and moving the pointer happen in one transaction.
+ * Workflows and their immutable numbered versions. The head `W` holds the name, RAGFlow's
+ * canvas type, category and tags, the active and latest version numbers; each version `V#<n>`
+ * holds its DSL (compressed). Creating a version and moving the pointer happen in one
+ * transaction.
  */
 import { BatchGetCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { backoff } from './blobs';
@@ -17,6 +18,12 @@ export interface Workflow {
   id: string;
   name: string;
   description: string;
+  /** RAGFlow's `canvas_type` (a template's shelf: "Agent", "Customer Support", ...); null when none was given. */
+  canvasType: string | null;
+  /** RAGFlow's `canvas_category`: `agent_canvas` (the default) or `dataflow_canvas`. */
+  canvasCategory: string;
+  /** RAGFlow's agent tags, in their order. */
+  tags: string[];
   activeVersion: number;
   latestVersion: number;
   deleted: boolean;
@@ -24,14 +31,38 @@ export interface Workflow {
   updatedAt: string;
 }
 
+/** The category a workflow has unless it says otherwise (RAGFlow's). */
+export const DEFAULT_CANVAS_CATEGORY = 'agent_canvas';
+
 const iso = (ctx: StoreContext) => new Date((ctx.now ?? Date.now)()).toISOString();
 
-export async function createWorkflow(
-  ctx: StoreContext,
-  w: { tenant: string; id: string; name: string; description?: string; dsl: unknown },
-): Promise<Workflow> {
+export interface NewWorkflow {
+  tenant: string;
+  id: string;
+  name: string;
+  description?: string;
+  canvasType?: string | null;
+  /** @default "agent_canvas" */
+  canvasCategory?: string;
+  dsl: unknown;
+}
+
+export async function createWorkflow(ctx: StoreContext, w: NewWorkflow): Promise<Workflow> {
   const at = iso(ctx);
-  const workflow: Workflow = { tenant: w.tenant, id: w.id, name: w.name, description: w.description ?? '', activeVersion: 1, latestVersion: 1, deleted: false, createdAt: at, updatedAt: at };
+  const workflow: Workflow = {
+    tenant: w.tenant,
+    id: w.id,
+    name: w.name,
+    description: w.description ?? '',
+    canvasType: w.canvasType ?? null,
+    canvasCategory: w.canvasCategory ?? DEFAULT_CANVAS_CATEGORY,
+    tags: [],
+    activeVersion: 1,
+    latestVersion: 1,
+    deleted: false,
+    createdAt: at,
+    updatedAt: at,
+  };
   const pk = keys.workflow(w.tenant, w.id);
   await call('create the workflow', () =>
     ctx.doc.send(new TransactWriteCommand({
@@ -39,7 +70,24 @@ export async function createWorkflow(
         {
           Put: {
             TableName: ctx.table,
-            Item: { pk, sk: 'W', kind: 'workflow', id: w.id, tenant: w.tenant, name: w.name, description: workflow.description, active_version: 1, latest_version: 1, deleted: false, created_at: at, updated_at: at, gsi1pk: keys.workflowList(w.tenant), gsi1sk: `${at}#${w.id}` },
+            Item: {
+              pk,
+              sk: 'W',
+              kind: 'workflow',
+              id: w.id,
+              tenant: w.tenant,
+              name: w.name,
+              description: workflow.description,
+              ...(workflow.canvasType !== null ? { canvas_type: workflow.canvasType } : {}),
+              canvas_category: workflow.canvasCategory,
+              active_version: 1,
+              latest_version: 1,
+              deleted: false,
+              created_at: at,
+              updated_at: at,
+              gsi1pk: keys.workflowList(w.tenant),
+              gsi1sk: `${at}#${w.id}`,
+            },
             ConditionExpression: 'attribute_not_exists(pk)',
           },
         },
@@ -111,22 +159,37 @@ export async function getVersion(ctx: StoreContext, tenant: string, id: string, 
   return decode(Item.dsl as Uint8Array, new Map());
 }
 
-/** Renames or redescribes a workflow; its versions are untouched. */
-export async function updateWorkflow(ctx: StoreContext, tenant: string, id: string, changes: { name?: string; description?: string }): Promise<void> {
+/** What `updateWorkflow` may change; an absent field is left as it is. */
+export interface WorkflowChanges {
+  name?: string;
+  description?: string;
+  canvasType?: string | null;
+  canvasCategory?: string;
+  tags?: string[];
+}
+
+const ATTRIBUTE_OF: Record<keyof WorkflowChanges, string> = { name: 'name', description: 'description', canvasType: 'canvas_type', canvasCategory: 'canvas_category', tags: 'tags' };
+
+/** Renames, redescribes, retypes or retags a workflow; its versions are untouched. */
+export async function updateWorkflow(ctx: StoreContext, tenant: string, id: string, changes: WorkflowChanges): Promise<void> {
   const sets = ['updated_at = :at'];
+  const removes: string[] = [];
+  const names: Record<string, string> = {};
   const values: Record<string, unknown> = { ':at': iso(ctx), ':no': false };
-  if (changes.name !== undefined) {
-    sets.push('#name = :name');
-    values[':name'] = changes.name;
-  }
-  if (changes.description !== undefined) {
-    sets.push('description = :description');
-    values[':description'] = changes.description;
+  for (const [field, attribute] of Object.entries(ATTRIBUTE_OF) as [keyof WorkflowChanges, string][]) {
+    const value = changes[field];
+    if (value === undefined) continue;
+    names[`#${field}`] = attribute;
+    if (value === null) removes.push(`#${field}`);
+    else {
+      sets.push(`#${field} = :${field}`);
+      values[`:${field}`] = value;
+    }
   }
   await updateWorkflowItem(ctx, tenant, id, 'update the workflow', 'workflow', {
-    UpdateExpression: `SET ${sets.join(', ')}`,
+    UpdateExpression: `SET ${sets.join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
     ConditionExpression: 'attribute_exists(pk) AND deleted = :no',
-    ...(changes.name !== undefined ? { ExpressionAttributeNames: { '#name': 'name' } } : {}),
+    ...(Object.keys(names).length > 0 ? { ExpressionAttributeNames: names } : {}),
     ExpressionAttributeValues: values,
   });
 }
@@ -152,7 +215,26 @@ export async function missingWorkflows(ctx: StoreContext, tenant: string, ids: r
   return unique.filter((id) => !live.has(id));
 }
 
-/** Every live workflow of a tenant (for lookups by name), newest first. */
+/**
+ * Every live workflow of a tenant with all its attributes (the listing index holds only some),
+ * newest first: one index query, then one batch read per 100 workflows.
+ */
+export async function workflowRecords(ctx: StoreContext, tenant: string): Promise<Workflow[]> {
+  const listed = await allWorkflows(ctx, tenant);
+  const byId = new Map<string, Workflow>();
+  for (let i = 0; i < listed.length; i += 100) {
+    let pending: Record<string, unknown>[] = listed.slice(i, i + 100).map((w) => ({ pk: keys.workflow(tenant, w.id), sk: 'W' }));
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      const out = await call('read the workflows', () => ctx.doc.send(new BatchGetCommand({ RequestItems: { [ctx.table]: { Keys: pending, ConsistentRead: true } } })));
+      for (const item of out.Responses?.[ctx.table] ?? []) if (item.deleted !== true) byId.set(item.id as string, toWorkflow(item));
+      pending = (out.UnprocessedKeys?.[ctx.table]?.Keys ?? []) as Record<string, unknown>[];
+      if (pending.length > 0) await backoff(attempt);
+    }
+  }
+  return listed.map((w) => byId.get(w.id)).filter((w): w is Workflow => w !== undefined);
+}
+
+/** Every live workflow of a tenant as the listing index holds it (id, name, times), newest first. */
 export async function allWorkflows(ctx: StoreContext, tenant: string): Promise<Workflow[]> {
   const items = await queryAll(ctx, 'list workflows', {
     IndexName: LISTING_INDEX,
@@ -236,6 +318,9 @@ function toWorkflow(item: Record<string, unknown>): Workflow {
     id: item.id as string,
     name: item.name as string,
     description: (item.description as string) ?? '',
+    canvasType: typeof item.canvas_type === 'string' ? item.canvas_type : null,
+    canvasCategory: typeof item.canvas_category === 'string' ? item.canvas_category : DEFAULT_CANVAS_CATEGORY,
+    tags: Array.isArray(item.tags) ? (item.tags as string[]) : [],
     activeVersion: item.active_version as number,
     latestVersion: item.latest_version as number,
     deleted: item.deleted === true,

@@ -303,7 +303,7 @@ async function takeClaim(engine: TurnEngine, started: Started, leaseMs: number, 
  */
 export async function createRun(
   engine: TurnEngine,
-  args: { tenant: string; workflowId: string; version?: number; userId?: string | null; actor?: Actor; clientAddress?: string; dialect?: 'native' | 'ragflow' },
+  args: { tenant: string; workflowId: string; version?: number; userId?: string | null; name?: string; actor?: Actor; clientAddress?: string; dialect?: 'native' | 'ragflow' },
 ): Promise<{ head: SessionHead; prologue: string }> {
   const { workflow, version } = await resolveWorkflow(engine, args.tenant, args.workflowId, args.version);
   if (runQuotaApplies(engine, args)) await takeRunQuota(engine, args);
@@ -316,6 +316,7 @@ export async function createRun(
     version,
     userId: args.userId ?? null,
     ...(args.dialect === 'ragflow' ? { dialect: 'ragflow' as const } : {}),
+    ...(args.name ? { name: args.name } : {}),
     ttlSeconds: ttlOf(engine),
   });
   return { head, prologue: canvas.prologue };

@@ -2,8 +2,9 @@
  * The `easel` command as users start it (node bin/easel.js, which loads lib/cli/main.ts
  * through tsx) against the app served on 127.0.0.1: `chat` driven through piped stdin to a
  * finished run (each form field prompted and answered, a wrong answer asked again, a file
- * uploaded from a path), `run` for a pause and its answer, `workflows list`, and the errors a
- * user meets (server down, bad key, unknown workflow, a stale turn, usage).
+ * uploaded from a path), `run` for a pause and its answer, `workflows list`, `workflows create`
+ * from a RAGFlow template file, and the errors a user meets (server down, bad key, unknown
+ * workflow, a stale turn, usage).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -153,6 +154,19 @@ describe('easel run and workflows list', () => {
     const lines = list.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID +UPDATED +NAME$/);
     expect(lines.some((l) => l.startsWith(wf) && l.endsWith('Form intake'))).toBe(true);
+  });
+
+  it('creates a workflow from a RAGFlow template file as it ships, with its English title', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'easel-template-'));
+    const file = join(dir, 'feedback.json');
+    writeFileSync(file, JSON.stringify({ id: 11, title: { en: 'Feedback dispatcher', zh: '客户反馈' }, description: { en: 'Routes feedback.' }, canvas_type: 'Customer Support', dsl: fixture('form-intake') }));
+    const created = await easel(['workflows', 'create', file]);
+    expect(created.code).toBe(0);
+    expect(created.stderr).toMatch(/^Created workflow wf_[0-9a-f]{16} "Feedback dispatcher" \(version 1\)\.\n$/);
+    const shown = await api.call('GET', `/workflows/v1/workflows/${created.stdout.trim()}`);
+    expect(shown.json).toMatchObject({ name: 'Feedback dispatcher', description: 'Routes feedback.', canvas_type: 'Customer Support', canvas_category: 'agent_canvas' });
+    // --name still wins
+    expect(JSON.parse((await easel(['workflows', 'create', file, '--name', 'Mine', '--json'])).stdout)).toMatchObject({ name: 'Mine', canvas_type: 'Customer Support' });
   });
 
   it('runs turns in the server worker with --async and follows them to their end', async () => {

@@ -19,7 +19,7 @@ beforeAll(async () => {
   for (const [title, dsl] of [['OpenAI intake', fixture('form-intake')], ['OpenAI triage', fixture('triage-categorize')]] as const) {
     await api.call('POST', '/api/v1/agents', { body: { title, dsl } });
   }
-  const list = (await api.call('GET', '/api/v1/agents?orderby=create_time&desc=false')).json.data as { id: string; title: string }[];
+  const list = (await api.call('GET', '/api/v1/agents?orderby=create_time&desc=false')).json.data.canvas as { id: string; title: string }[];
   agentId = list.find((a) => a.title === 'OpenAI intake')?.id as string;
   triageId = list.find((a) => a.title === 'OpenAI triage')?.id as string;
 });

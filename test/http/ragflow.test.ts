@@ -1,6 +1,6 @@
 /**
- * RAGFlow's documented agent API, replayed against Easel: the documented requests, and the
- * response shapes RAGFlow documents and its Python SDK reads.
+ * RAGFlow's agent API, replayed against Easel: the documented requests, and the answers
+ * RAGFlow's code (api/apps/restful_apis/agent_api.py) gives and its Python SDK reads.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from '../helpers/canvas';
@@ -32,46 +32,62 @@ function dataFrames(text: string): unknown[] {
 
 async function newAgent(title: string, dsl: unknown = fixture('form-intake')): Promise<string> {
   const created = await rf('POST', '/agents', { title, description: 'A test agent', dsl });
-  expect(created.json).toMatchObject({ code: 0, message: 'success' });
-  const listed = await rf('GET', `/agents?title=${encodeURIComponent(title)}`);
-  return listed.json.data[0].id as string;
+  expect(created.json).toMatchObject({ code: 0, message: 'success', data: { title } });
+  return created.json.data.id as string;
 }
 
 describe('RAGFlow agent management', () => {
   it('creates, lists, reads, updates and deletes agents in RAGFlow’s shapes', async () => {
     const created = await rf('POST', '/agents', { title: 'Test Agent', description: 'A test agent', dsl: fixture('form-intake') });
     expect(created.status).toBe(200);
-    expect(created.json.code).toBe(0);
+    // RAGFlow answers the agent it made
+    expect(created.json).toMatchObject({ code: 0, message: 'success', data: { title: 'Test Agent', canvas_category: 'agent_canvas', dsl: { components: { begin: {} } } } });
     const list = await rf('GET', '/agents?page=1&page_size=30&orderby=update_time&desc=True&title=Test%20Agent');
-    expect(list.json.code).toBe(0);
-    const agent = list.json.data[0];
-    expect(agent).toMatchObject({ title: 'Test Agent', description: 'A test agent', canvas_category: 'agent_canvas', avatar: null, canvas_type: null });
+    expect(list.json).toMatchObject({ code: 0, message: 'success', data: { total: 1 } });
+    const agent = list.json.data.canvas[0];
+    expect(agent).toMatchObject({ id: created.json.data.id, title: 'Test Agent', description: 'A test agent', canvas_category: 'agent_canvas', avatar: null, canvas_type: null, tags: '', type: 'agent', tenant_id: api.tenant });
     expect(agent.id).toMatch(/^[0-9a-f]{32}$/);
-    expect(agent.dsl.components.begin.obj.component_name).toBe('Begin');
-    expect(typeof agent.create_time).toBe('number');
-    expect(agent.create_date).toMatch(/GMT$/);
-    expect((await rf('GET', `/agents/${agent.id}`)).json.data.id).toBe(agent.id);
+    // a listing row carries no DSL, as RAGFlow's; the agent itself does
+    expect(agent.dsl).toBeUndefined();
+    const one = (await rf('GET', `/agents/${agent.id}`)).json;
+    expect(one).toMatchObject({ code: 0, message: 'success', data: { id: agent.id, user_id: api.tenant } });
+    expect(one.data.dsl.components.begin.obj.component_name).toBe('Begin');
+    expect(typeof one.data.create_time).toBe('number');
+    expect(one.data.create_date).toMatch(/GMT$/);
 
     const changed = fixture('form-intake') as { components: Record<string, { obj: { params: Record<string, unknown> } }> };
     (changed.components['Message:BraveOwlsSing'] as { obj: { params: Record<string, unknown> } }).obj.params.content = ['v2'];
-    expect((await rf('PUT', `/agents/${agent.id}`, { title: 'Renamed', dsl: changed })).json).toEqual({ code: 0, message: 'success', data: true });
-    const updated = (await rf('GET', `/agents?id=${agent.id}`)).json.data[0];
-    expect(updated).toMatchObject({ title: 'Renamed', version: 2 });
+    const put = (await rf('PUT', `/agents/${agent.id}`, { title: 'Renamed', dsl: changed, canvas_type: 'Other' })).json;
+    expect(put).toEqual({ code: 0, message: 'success', data: { update_time: expect.any(Number) } });
+    expect(put.data.update_time).toBeGreaterThanOrEqual(agent.update_time);
+    const updated = (await rf('GET', `/agents/${agent.id}`)).json.data;
+    expect(updated).toMatchObject({ title: 'Renamed', version: 2, canvas_type: 'Other' });
     expect(updated.dsl.components['Message:BraveOwlsSing'].obj.params.content).toEqual(['v2']);
 
     expect((await rf('DELETE', `/agents/${agent.id}`, {})).json).toEqual({ code: 0, message: 'success', data: true });
-    expect((await rf('GET', `/agents?id=${agent.id}`)).json).toEqual({ code: 102, message: "The agent doesn't exist." });
+    expect((await rf('GET', `/agents?id=${agent.id}`)).json).toEqual({ code: 0, message: 'success', data: { canvas: [], total: 0 } });
+    expect((await rf('GET', `/agents/${agent.id}`)).json).toEqual({ code: 102, message: 'canvas not found.' });
   });
 
-  it('answers RAGFlow’s documented errors', async () => {
+  it('answers RAGFlow’s errors', async () => {
     expect((await rf('POST', '/agents', { title: 'x' })).json).toEqual({ code: 101, message: 'No DSL data in request.', data: false });
+    expect((await rf('POST', '/agents', { title: 'x', dsl: '{nope' })).json).toEqual({ code: 101, message: 'Invalid DSL JSON string.', data: false });
+    expect((await rf('POST', '/agents', { title: 'x', dsl: [1] })).json).toEqual({ code: 101, message: 'DSL must be a JSON object.', data: false });
     expect((await rf('POST', '/agents', { dsl: fixture('form-intake') })).json).toEqual({ code: 101, message: 'No title in request.', data: false });
-    await newAgent('Twice');
-    expect((await rf('POST', '/agents', { title: 'Twice', dsl: fixture('form-intake') })).json).toEqual({ code: 102, message: 'Agent with title Twice already exists.' });
+    const twice = await newAgent(`Twice ${Date.now()}`);
+    const title = (await rf('GET', `/agents/${twice}`)).json.data.title as string;
+    // titles are compared in any case, as RAGFlow compares them
+    expect((await rf('POST', '/agents', { title: title.toUpperCase(), dsl: fixture('form-intake') })).json).toEqual({ code: 102, message: `${title.toUpperCase()} already exists.` });
+    const other = await newAgent(`Other ${Date.now()}`);
+    expect((await rf('PUT', `/agents/${other}`, { title: ` ${title.toLowerCase()} ` })).json).toEqual({ code: 102, message: `${title.toLowerCase()} already exists.` });
+    // its own title, in another case, is no conflict
+    expect((await rf('PUT', `/agents/${twice}`, { title: title.toLowerCase() })).json.code).toBe(0);
     const bad = await rf('POST', '/agents', { title: 'bad', dsl: { components: { 'Retrieval:X': { obj: { component_name: 'Retrieval', params: {} } } } } });
-    expect(bad.json.code).toBe(101);
+    expect(bad.json).toMatchObject({ code: 101, data: false });
     expect(bad.json.message).toMatch(/unsupported components: Retrieval/);
-    expect((await rf('PUT', `/agents/${'0'.repeat(32)}`, { title: 'x' })).json).toEqual({ code: 103, message: 'Only owner of canvas authorized for this operation.', data: false });
+    expect((await rf('PUT', `/agents/${'0'.repeat(32)}`, { title: 'x' })).json).toEqual({ code: 103, message: 'Make sure you have permission to access the agent.', data: false });
+    expect((await rf('DELETE', `/agents/${'0'.repeat(32)}`, {})).json).toEqual({ code: 103, message: 'Only the owner of the agent is authorized for this operation.', data: false });
+    expect((await rf('GET', '/agents?page_size=101')).json).toEqual({ code: 101, message: 'page_size must be less than or equal to 100' });
     expect((await rf('GET', '/agents', undefined, null)).json).toEqual({ code: 0, message: '`Authorization` can\'t be empty', data: false });
     expect((await rf('GET', '/agents', undefined, 'an-invalid-key-0000000')).json).toEqual({ code: 109, message: 'Authentication error: API key is invalid!', data: false });
   });
@@ -83,7 +99,8 @@ describe('RAGFlow sessions', () => {
     const created = await rf('POST', `/agents/${agentId}/sessions`, {});
     expect(created.json.code).toBe(0);
     const session = created.json.data;
-    expect(session).toMatchObject({ agent_id: agentId, source: 'agent', message: [{ role: 'assistant', content: "Hello! Let's get you registered." }] });
+    expect(created.json.message).toBeUndefined();
+    expect(session).toMatchObject({ agent_id: agentId, name: '', source: 'agent', message: [{ role: 'assistant', content: "Hello! Let's get you registered." }] });
     expect(session.id).toMatch(/^[0-9a-f]{32}$/);
     expect(session.dsl.components.begin).toBeDefined();
     expect(session.dsl.easel).toMatchObject({ status: 'not_started', turn_number: 0 });
@@ -96,15 +113,17 @@ describe('RAGFlow sessions', () => {
 
     const other = (await rf('POST', `/agents/${agentId}/sessions`, {})).json.data.id;
     const list = await rf('GET', `/agents/${agentId}/sessions?page=1&page_size=30&orderby=create_time&desc=true&dsl=false`);
+    expect(list.json).toMatchObject({ code: 0, message: 'success', total: 2 });
     expect(list.json.data.map((s: { id: string }) => s.id).sort()).toEqual([session.id, other].sort());
     expect(list.json.data[0].dsl).toBeUndefined();
+    expect((await rf('GET', `/agents/${agentId}/sessions/${'e'.repeat(32)}`)).json).toEqual({ code: 102, message: 'Session not found!' });
 
     const foreign = 'f'.repeat(32);
     expect((await rf('DELETE', `/agents/${agentId}/sessions`, { ids: [foreign] })).json).toEqual({ code: 102, message: `The agent doesn't own the session ${foreign}` });
     expect((await rf('DELETE', `/agents/${agentId}/sessions`, { ids: [session.id, foreign] })).json).toEqual({ code: 0, data: { success_count: 1, errors: [`The agent doesn't own the session ${foreign}`] } });
     expect((await rf('DELETE', `/agents/${agentId}/sessions`, {})).json).toEqual({ code: 0 });
     expect((await rf('DELETE', `/agents/${agentId}/sessions`, { delete_all: true })).json).toEqual({ code: 0 });
-    expect((await rf('GET', `/agents/${agentId}/sessions`)).json).toEqual({ code: 0, data: [] });
+    expect((await rf('GET', `/agents/${agentId}/sessions`)).json).toEqual({ code: 0, message: 'success', data: [], total: 0 });
   });
 });
 
@@ -188,7 +207,7 @@ describe('RAGFlow completions', () => {
     const agentId = await newAgent(`Private ${Date.now()}`);
     const stranger = await api.addKey(newTenant(), 'admin');
     expect((await rf('POST', `/agents/${agentId}/completions`, { question: 'x', stream: false }, stranger)).json).toEqual({ code: 102, message: `You don't own the agent ${agentId}` });
-    expect((await rf('GET', `/agents/${agentId}/sessions`, undefined, stranger)).json).toEqual({ code: 102, message: `You don't own the agent ${agentId}.` });
+    expect((await rf('GET', `/agents/${agentId}/sessions`, undefined, stranger)).json).toEqual({ code: 103, message: 'Make sure you have permission to access the agent.', data: false });
   });
 
   it('accepts uploads for file fields in RAGFlow’s descriptor shape', async () => {

@@ -244,6 +244,13 @@ describe('another tenant', () => {
       { method: 'POST', path: '/api/v1/agents_openai/{id}/chat/completions', body: () => ({ model: 'm', messages: [{ role: 'user', content: 'x' }] }) },
       { method: 'POST', path: '/api/v1/agents_openai/{id}/chat/completions', body: () => ({ model: 'm', stream: true, messages: [{ role: 'user', content: 'x' }] }) },
       { method: 'GET', path: '/api/v1/agents?id={id}' },
+      { method: 'PUT', path: '/api/v1/agents/{id}/tags', body: () => ({ tags: ['taken'] }) },
+      { method: 'DELETE', path: `/api/v1/agents/{id}/sessions/${A.session}` },
+      { method: 'GET', path: '/api/v1/agents/{id}/versions' },
+      { method: 'GET', path: '/api/v1/agents/{id}/versions/1' },
+      { method: 'POST', path: '/api/v1/agents/{id}/reset' },
+      { method: 'GET', path: '/api/v1/agents/{id}/components/begin/input-form' },
+      { method: 'GET', path: `/api/v1/agents/{id}/logs/${hex(32)}` },
     ];
     for (const id of [A.agent, A.wf]) for (const probe of agentProbes) await indistinguishable(B.admin, probe, id);
 
@@ -256,6 +263,7 @@ describe('another tenant', () => {
       { method: 'POST', path: `/api/v1/agents_openai/${B.agent}/chat/completions`, body: (id) => ({ model: 'm', session_id: id, messages: [{ role: 'user', content: 'x' }] }) },
       { method: 'POST', path: `/api/v1/agents_openai/${B.agent}/chat/completions`, body: (id) => ({ model: 'm', metadata: { session_id: id }, stream: true, messages: [{ role: 'user', content: 'x' }] }) },
       { method: 'DELETE', path: `/api/v1/agents/${B.agent}/sessions`, body: (id) => ({ ids: [id] }) },
+      { method: 'DELETE', path: `/api/v1/agents/${B.agent}/sessions/{id}` },
     ];
     for (const id of [A.session, A.run]) for (const probe of sessionProbes) await indistinguishable(B.admin, probe, id);
 
@@ -363,6 +371,13 @@ describe('an execute key', () => {
       { method: 'POST', path: '/api/v1/agents/chat/completions', body: (id) => ({ agent_id: id, question: 'x', stream: false }) },
       { method: 'POST', path: '/api/v1/agents_openai/{id}/chat/completions', body: () => ({ model: 'm', messages: [{ role: 'user', content: 'x' }] }) },
       { method: 'GET', path: '/api/v1/agents?id={id}' },
+      { method: 'PUT', path: '/api/v1/agents/{id}/tags', body: () => ({ tags: ['taken'] }) },
+      { method: 'DELETE', path: `/api/v1/agents/{id}/sessions/${A.session}` },
+      { method: 'GET', path: '/api/v1/agents/{id}/versions' },
+      { method: 'GET', path: '/api/v1/agents/{id}/versions/1' },
+      { method: 'POST', path: '/api/v1/agents/{id}/reset' },
+      { method: 'GET', path: '/api/v1/agents/{id}/components/begin/input-form' },
+      { method: 'GET', path: `/api/v1/agents/{id}/logs/${hex(32)}` },
     ];
     for (const id of [A.wf2, A.agent]) for (const probe of probes) await indistinguishable(probe.path.startsWith('/api/') ? A.endUser : A.execute, probe, id);
     const runProbes: Probe[] = [
@@ -388,7 +403,7 @@ describe('an execute key', () => {
     expect((await send(A.execute, 'GET', `/workflows/v1/workflow-runs/${A.run}/turns`, undefined, { 'easel-run-token': runToken })).status).toBe(404);
     expect((await upload(A.execute)).status).toBe(201);
     expect((await send(A.execute, 'GET', '/workflows/v1/workflows')).json.items.map((w: { id: string }) => w.id)).toEqual([A.wf]);
-    expect((await send(A.endUser, 'GET', '/api/v1/agents')).json.data.map((w: { id: string }) => w.id)).toEqual([A.wf]);
+    expect((await send(A.endUser, 'GET', '/api/v1/agents')).json.data.canvas.map((w: { id: string }) => w.id)).toEqual([A.wf]);
   });
 
   it('is refused on admin routes (403 forbidden; RAGFlow code 103)', async () => {

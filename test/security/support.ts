@@ -90,7 +90,7 @@ export type Api = 'public' | 'native' | 'ragflow';
 
 export interface Route {
   method: string;
-  /** Placeholders: {wf} {run} {n} {file} {key} {agent} {sid} {sname} (a tenant secret's name) {emb} (an embed secret's id) {user} (an end user's id) */
+  /** Placeholders: {wf} {run} {n} {file} {key} {agent} {sid} {sname} (a tenant secret's name) {emb} (an embed secret's id) {user} (an end user's id) {cid} (a component's id) {mid} (a message id) */
   path: string;
   api: Api;
   /** Answers with the admin scope only. */
@@ -137,6 +137,9 @@ export const ROUTES: readonly Route[] = [
   { method: 'DELETE', path: '/workflows/v1/end-users/{user}', api: 'native', admin: true },
   { method: 'GET', path: '/api/v1/agents', api: 'ragflow' },
   { method: 'POST', path: '/api/v1/agents', api: 'ragflow', admin: true },
+  { method: 'GET', path: '/api/v1/agents/templates', api: 'ragflow' },
+  { method: 'GET', path: '/api/v1/agents/tags', api: 'ragflow' },
+  { method: 'PUT', path: '/api/v1/agents/{agent}/tags', api: 'ragflow', admin: true },
   { method: 'GET', path: '/api/v1/agents/{agent}', api: 'ragflow' },
   { method: 'PUT', path: '/api/v1/agents/{agent}', api: 'ragflow', admin: true },
   { method: 'DELETE', path: '/api/v1/agents/{agent}', api: 'ragflow', admin: true },
@@ -144,11 +147,19 @@ export const ROUTES: readonly Route[] = [
   { method: 'GET', path: '/api/v1/agents/{agent}/sessions', api: 'ragflow' },
   { method: 'GET', path: '/api/v1/agents/{agent}/sessions/{sid}', api: 'ragflow' },
   { method: 'DELETE', path: '/api/v1/agents/{agent}/sessions', api: 'ragflow', admin: true },
+  { method: 'DELETE', path: '/api/v1/agents/{agent}/sessions/{sid}', api: 'ragflow', admin: true },
+  { method: 'GET', path: '/api/v1/agents/{agent}/versions', api: 'ragflow' },
+  { method: 'GET', path: '/api/v1/agents/{agent}/versions/{n}', api: 'ragflow' },
+  { method: 'POST', path: '/api/v1/agents/{agent}/reset', api: 'ragflow', admin: true },
+  { method: 'GET', path: '/api/v1/agents/{agent}/components/{cid}/input-form', api: 'ragflow' },
+  { method: 'GET', path: '/api/v1/agents/{agent}/logs/{mid}', api: 'ragflow' },
   { method: 'POST', path: '/api/v1/agents/chat/completions', api: 'ragflow' },
   { method: 'POST', path: '/api/v1/agents/{agent}/completions', api: 'ragflow' },
   { method: 'POST', path: '/api/v1/agents_openai/{agent}/chat/completions', api: 'ragflow' },
   { method: 'POST', path: '/api/v1/agents/{agent}/upload', api: 'ragflow' },
   { method: 'POST', path: '/api/v1/file/upload_info', api: 'ragflow' },
+  // stands for every RAGFlow route Easel answers as unsupported (the catch-all under /api/v1)
+  { method: 'GET', path: '/api/v1/datasets', api: 'ragflow' },
 ];
 
 const RAGFLOW_CODES = new Set([0, 101, 102, 103, 109]);

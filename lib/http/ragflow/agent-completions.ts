@@ -20,7 +20,7 @@ import { isRecord } from '../../canvas/references';
 import { getHead } from '../../store/sessions';
 import type { AppDeps } from '../app';
 import { feedStream, SSE_HEADERS, startStreamedTurn } from '../sse';
-import type { RagflowEnv } from './agents';
+import type { RagflowEnv } from './context';
 import { conversation, runConversation, truthy } from './conversation';
 import { toRagflow } from './envelope';
 

@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import type { Context } from 'hono';
 import type { AppDeps } from '../app';
 import { agentCompletion } from './agent-completions';
-import { param, type RagflowEnv } from './agents';
+import { param, type RagflowEnv } from './context';
 import { truthy } from './conversation';
 import { guarded, jsonBody, RAGFLOW, RagflowError } from './envelope';
 import { openaiCompletion } from './openai-completions';

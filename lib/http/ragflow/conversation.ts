@@ -15,7 +15,7 @@ import { derivedRunId, keyHashOf } from '../../turns/turn-keys';
 import { actorOf, fileAccess, idempotencyPrincipal, newRunUser, runAuthorizer } from '../access';
 import type { AppDeps } from '../app';
 import { IDEMPOTENCY_KEY, WORKFLOW_ID } from '../schemas';
-import type { RagflowEnv } from './agents';
+import type { RagflowEnv } from './context';
 import { RAGFLOW, RagflowError } from './envelope';
 
 export interface Conversation {

@@ -1,22 +1,52 @@
 /**
  * RAGFlow-compatible routes under /api/v1: the same keys, tenants, workflows and runs as the
  * native API, in RAGFlow's envelope and codes, so its SDK and documented calls work unchanged.
+ * Each group of routes is a Hono app of its own, mounted here in an order that lets fixed paths
+ * (`/agents/templates`, `/agents/tags`, `/agents/prompts`) win over `/agents/{id}`; whatever
+ * else comes under /api/v1 is answered as unsupported, inside the envelope.
  */
 import type { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { createMiddleware } from 'hono/factory';
 import { compatRouteRefusal } from '../access';
 import type { AppDeps } from '../app';
-import type { Principal } from '../auth';
 import { HttpError } from '../errors';
-import { DEFAULT_MAX_FILE_BYTES, storeUpload } from '../routes/files';
-import { param, registerAgentRoutes, type RagflowEnv } from './agents';
+import { DEFAULT_MAX_FILE_BYTES } from '../routes/files';
+import { agentRoutes } from './agents';
 import { completionRoutes } from './completions';
-import { guarded, RAGFLOW, RagflowError } from './envelope';
+import type { RagflowEnv } from './context';
+import { RAGFLOW } from './envelope';
+import { inputFormRoutes } from './input-form';
+import { logRoutes } from './logs';
+import { resetRoutes } from './reset';
+import { sessionRoutes } from './sessions';
+import { tagRoutes } from './tags';
+import { templateRoutes } from './templates';
+import { shadowedRoutes, unsupported } from './unsupported';
+import { uploadRoutes } from './uploads';
+import { versionRoutes } from './versions';
 
 export function registerRagflowRoutes(app: Hono<RagflowEnv>, deps: AppDeps): void {
-  const maxFile = deps.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
-  const maxBody = deps.limits?.maxBodyBytes ?? 1024 * 1024;
-  app.use('/api/v1/*', async (c, next) => {
+  app.use('/api/v1/*', authenticate(deps));
+  app.use('/api/v1/*', limitBody(deps));
+
+  app.route('/api/v1/agents', templateRoutes(deps));
+  app.route('/api/v1/agents', tagRoutes(deps));
+  app.route('/api/v1/agents', shadowedRoutes());
+  app.route('/api/v1/agents', agentRoutes(deps));
+  app.route('/api/v1/agents/:id/sessions', sessionRoutes(deps));
+  app.route('/api/v1/agents/:id/versions', versionRoutes(deps));
+  app.route('/api/v1/agents/:id', resetRoutes(deps));
+  app.route('/api/v1/agents/:id', inputFormRoutes(deps));
+  app.route('/api/v1/agents/:id', logRoutes(deps));
+  app.route('/api/v1', completionRoutes(deps));
+  app.route('/api/v1', uploadRoutes(deps));
+  app.all('/api/v1/*', unsupported);
+}
+
+/** Authorization, answered in RAGFlow's words; an execute key needs an end-user token here. */
+function authenticate(deps: AppDeps) {
+  return createMiddleware<RagflowEnv>(async (c, next) => {
     const header = c.req.header('authorization');
     if (!header) return c.json({ code: 0, message: '`Authorization` can\'t be empty', data: false });
     if (header.trim().split(/\s+/).length < 2) return c.json({ code: 0, message: 'Please check your authorization format.', data: false });
@@ -36,9 +66,14 @@ export function registerRagflowRoutes(app: Hono<RagflowEnv>, deps: AppDeps): voi
     c.set('principal', principal);
     await next();
   });
-  const uploads = new Set(['/api/v1/file/upload_info']);
-  app.use('/api/v1/*', (c, next) => {
-    const isUpload = uploads.has(c.req.path) || /^\/api\/v1\/agents\/[^/]+\/upload$/.test(c.req.path);
+}
+
+/** Request bodies: uploads up to the file limit, everything else up to the body limit. */
+function limitBody(deps: AppDeps) {
+  const maxFile = deps.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+  const maxBody = deps.limits?.maxBodyBytes ?? 1024 * 1024;
+  return createMiddleware<RagflowEnv>((c, next) => {
+    const isUpload = c.req.path === '/api/v1/file/upload_info' || /^\/api\/v1\/agents\/[^/]+\/upload$/.test(c.req.path);
     return bodyLimit({
       maxSize: isUpload ? maxFile + 64 * 1024 : maxBody,
       onError: (ctx) => {
@@ -46,43 +81,5 @@ export function registerRagflowRoutes(app: Hono<RagflowEnv>, deps: AppDeps): voi
         return ctx.json({ code: RAGFLOW.argument, message: isUpload ? `The file is over ${maxFile} bytes.` : `The request body is over ${maxBody} bytes.` });
       },
     })(c, next);
-  });
-
-  registerAgentRoutes(app, deps);
-  app.route('/api/v1', completionRoutes(deps));
-
-  // Uploads for file inputs: the descriptor goes into `files` or a Begin/UserFillUp file field.
-  const upload = guarded(async (c) => {
-    const form = await c.req.parseBody({ all: true }).catch(() => {
-      throw new RagflowError(RAGFLOW.argument, 'Provide multipart file(s).');
-    });
-    const parts = ([] as unknown[]).concat(form.file ?? []);
-    if (parts.length === 0) throw new RagflowError(RAGFLOW.argument, 'Provide multipart file(s).');
-    const principal = (c as unknown as { get(k: 'principal'): Principal }).get('principal');
-    const stored = [];
-    for (const part of parts) {
-      try {
-        stored.push(await storeUpload(deps, principal, { file: part }));
-      } catch (error) {
-        if (error instanceof HttpError) throw new RagflowError(RAGFLOW.argument, error.message);
-        throw error;
-      }
-    }
-    const views = stored.map((f) => ({
-      id: f.id,
-      name: f.name,
-      size: f.size,
-      extension: f.name.includes('.') ? (f.name.split('.').pop() ?? '').toLowerCase() : '',
-      mime_type: f.mimeType,
-      created_by: principal.tenant,
-      created_at: Date.parse(f.createdAt) / 1000,
-      preview_url: null,
-    }));
-    return c.json({ code: 0, message: 'success', data: views.length === 1 ? views[0] : views });
-  });
-  app.post('/api/v1/file/upload_info', upload);
-  app.post('/api/v1/agents/:id/upload', async (c) => {
-    param(c, 'id');
-    return upload(c);
   });
 }

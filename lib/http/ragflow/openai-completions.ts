@@ -11,7 +11,7 @@ import { isRecord } from '../../canvas/references';
 import type { TurnResponse } from '../../turns/response';
 import type { AppDeps } from '../app';
 import { feedStream, SSE_HEADERS, startStreamedTurn } from '../sse';
-import type { RagflowEnv } from './agents';
+import type { RagflowEnv } from './context';
 import { conversation, runConversation, truthy } from './conversation';
 import { RAGFLOW, RagflowError, toRagflow } from './envelope';
 

@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
 import { compileWorkflow } from '../../canvas';
+import { templateFields } from '../../canvas/template-file';
 import {
   activateVersion,
   addVersion,
@@ -16,6 +17,7 @@ import { NotFoundError } from '../../store/errors';
 import { keys } from '../../store/item-keys';
 import type { App, AppDeps } from '../app';
 import { requireAdmin, requireWorkflow } from '../auth';
+import { HttpError } from '../errors';
 import { decodeCursor, encodeCursor } from '../cursor';
 import { CreateVersion, CreateWorkflow, Cursor, ErrorSchema, Limit, Page, Workflow, WORKFLOW_ID } from '../schemas';
 
@@ -28,6 +30,8 @@ export function workflowView(w: StoredWorkflow) {
     id: w.id,
     name: w.name,
     description: w.description,
+    canvas_type: w.canvasType,
+    canvas_category: w.canvasCategory,
     version: w.activeVersion,
     active_version: w.activeVersion,
     latest_version: w.latestVersion,
@@ -56,12 +60,17 @@ export function registerWorkflowRoutes(app: App, deps: AppDeps): void {
       const principal = c.get('principal');
       requireAdmin(principal);
       const body = c.req.valid('json');
+      const template = templateFields(body);
+      const name = body.name ?? template.title;
+      if (!name) throw new HttpError('invalid_request', 'name is required (or the title of a RAGFlow template file)', { field: 'name' });
       compileWorkflow(body.dsl, registry, { maxComponents: deps.maxDslNodes ?? 500 });
       const created = await createWorkflow(store, {
         tenant: principal.tenant,
         id: `wf_${randomBytes(8).toString('hex')}`,
-        name: body.name,
-        ...(body.description ? { description: body.description } : {}),
+        name,
+        ...(template.description ? { description: template.description } : {}),
+        canvasType: body.canvas_type ?? null,
+        ...(body.canvas_category ? { canvasCategory: body.canvas_category } : {}),
         dsl: body.dsl,
       });
       return c.json(workflowView(created), 201);
