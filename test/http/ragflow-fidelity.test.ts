@@ -38,8 +38,9 @@ function frames(text: string): Frame[] {
 }
 
 async function newAgent(dsl: unknown, title = `Agent ${Math.random().toString(16).slice(2)}`): Promise<string> {
-  expect((await rf('POST', '/agents', { title, dsl })).json.code).toBe(0);
-  return (await rf('GET', `/agents?title=${encodeURIComponent(title)}`)).json.data[0].id as string;
+  const created = await rf('POST', '/agents', { title, dsl });
+  expect(created.json.code).toBe(0);
+  return created.json.data.id as string;
 }
 
 const node = (name: string, params: Record<string, unknown>, downstream: string[]) => ({ obj: { component_name: name, params }, downstream, upstream: [] });
