@@ -15,6 +15,7 @@ import { llm } from './llm';
 import { loop } from './loop';
 import { loopItem } from './loop-item';
 import { message } from './message';
+import { stringTransform } from './string-transform';
 import { switchComponent } from './switch';
 import { userFillUp } from './user-fill-up';
 import { variableAggregator } from './variable-aggregator';
@@ -36,6 +37,7 @@ export const coreComponents: readonly ComponentDefinition<any>[] = [
   agent,
   categorize,
   invoke,
+  stringTransform,
 ];
 
 export const builtinComponents: ComponentRegistry = createRegistry(...coreComponents);
