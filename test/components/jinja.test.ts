@@ -174,8 +174,9 @@ describe('caps', () => {
     expect(error.message).toMatch(/macro call/);
   });
 
-  // Each of these, built first and checked after, would pass V8's longest string (~5·10^8
-  // characters) or take gigabytes: only a check before building gives the cap error.
+  // Built first and checked after, most of these would pass V8's longest string (~5·10^8
+  // characters) or take gigabytes: only a check before building gives the cap error. `~` and
+  // `+` join two values already checked, so they can at most double one.
   const S = 'y'.repeat(400_000);
   const BLOCKS = '{{ s }}'.repeat(2000);
   it.each([
