@@ -203,6 +203,19 @@ describe('caps', () => {
     expect(error).toMatchObject({ cap: 'maxStringLength', limit: 1_000_000 });
   });
 
+  it('measures what a string will be, not a bound on it', async () => {
+    // one replacement of "" by 400 000 characters: 800 000, under the cap; a second passes it
+    expect(await renderJinja("{{ s.replace('', s, 1) | length }}", { s: S })).toBe('800000');
+    expect((await renderError("{{ s.replace('', s, 2) }}", { s: S })).message).toMatch(/string length cap/);
+    expect(await renderJinja("{{ 'abc'.replace('', '-', 2) }} {{ 'abc' | replace('b', 'BB') }}", {})).toBe('-a-bc aBBc');
+    expect((await renderJinja('{{ s ~ s }}', { s: 'y'.repeat(500_000) })).length).toBe(1_000_000);
+  });
+
+  it('has no string repetition to cap: the library refuses `*` on strings and lists', async () => {
+    expect((await renderError("{{ 'x' * 3 }}")).message).toMatch(/^Jinja template failed: Unknown operator "\*"/);
+    expect((await renderError('{{ [1] * 3 }}')).message).toMatch(/^Jinja template failed: Unknown operator "\*"/);
+  });
+
   it('stops a list doubled in a loop by the list length cap', async () => {
     const error = await capError('{% set ns = namespace(a=[1]) %}{% for i in range(40) %}{% set ns.a = ns.a + ns.a %}{% endfor %}');
     expect(error).toMatchObject({ cap: 'maxListLength', limit: 100_000 });
