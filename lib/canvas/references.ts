@@ -16,6 +16,8 @@ export type Reference =
   | { kind: 'scope'; name: 'item' | 'index'; raw: string };
 
 const REF_BODY = String.raw`([A-Za-z0-9_:\-]+@[A-Za-z0-9_.\-]+|(?:sys|env)\.[A-Za-z0-9_.\-]+|item|index)`;
+/** The inside of a reference's braces, as a regex source with one capturing group. */
+export const REFERENCE_BODY_SOURCE = REF_BODY;
 // One or two braces around the body, as RAGFlow's editor writes either.
 const REF_SOURCE = String.raw`\{\{?\s*` + REF_BODY + String.raw`\s*\}\}?`;
 const EXACT_REF = new RegExp(`^\\s*${REF_SOURCE}\\s*$`);

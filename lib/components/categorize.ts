@@ -3,6 +3,14 @@
  * category's `to`. The answer is read as RAGFlow reads it: each category name is counted in the
  * answer (case-insensitively); the most frequent wins, ties go to the first, and an answer
  * naming none goes to the last category.
+ *
+ * The messages have RAGFlow's structure: a system prompt built from the categories (their
+ * names, a "Category / Description" block each, the rules, then `USER: "example" → name`
+ * lines), and one user message holding the recent conversation in the examples' form,
+ * `---- Real Data ----` then `USER: "..." | ASSISTANT: "..." | USER: "<query>" →`, for the
+ * model to complete with a name. The history window counts exchanges (a window of 1 is the
+ * last answer and the query). As in RAGFlow, the classification prompt replaces any
+ * `sys_prompt` in the DSL.
  */
 import { z } from 'zod';
 import { defineComponent } from '../canvas/component';
@@ -49,16 +57,13 @@ export const categorize = defineComponent({
     const query = valueToText(await ctx.get(p.query));
     const history = [...ctx.history(p.message_history_window_size * 2)];
     if (history.at(-1)?.role === 'user') history.pop();
-    const exchange = [...history, { role: 'user', content: query }]
-      .map((m) => `${m.role.toUpperCase()}: "${m.content.replace(/\s*\n\s*/g, ' ')}"`)
-      .join(' | ');
     const model = modelsOf(ctx).resolve(p.llm_id);
     const { text } = await completeCounted(
       model,
       {
         messages: [
           { role: 'system', content: classificationPrompt(p.category_description) },
-          { role: 'user', content: `Classify this conversation, ending with the user's latest message:\n${exchange}` },
+          { role: 'user', content: realData([...history, { role: 'user', content: query }]) },
         ],
         ...samplingOptions(p),
       },
@@ -93,20 +98,34 @@ export function pickCategory(answer: string, names: readonly string[]): string {
 
 function classificationPrompt(categories: z.output<typeof params>['category_description']): string {
   const lines = [
-    'You sort user messages into categories. Pick exactly ONE of these categories:',
+    'You sort user messages into categories. Read the input and put it into exactly ONE of these categories:',
     ...Object.keys(categories).map((name) => ` - ${name}`),
   ];
   const described = Object.entries(categories).filter(([, c]) => c.description);
   if (described.length > 0) {
     lines.push('', 'What each category covers:');
-    for (const [name, c] of described) lines.push(`${name}: ${c.description}`);
+    for (const [name, c] of described) lines.push('------', `Category: ${name}`, `Description: ${c.description}`);
   }
   lines.push(
     '',
-    'Rules: weigh what the user says outright and what they imply; prefer the most specific',
-    'category; answer with the category name only, nothing else.',
+    '---- Instructions ----',
+    ' - Weigh what the user says outright and what they imply',
+    ' - Prefer the most specific category that fits',
+    ' - Answer with the category name only, no explanation',
+    ' - Answer "Other" only when no category fits',
   );
-  const examples = Object.entries(categories).flatMap(([name, c]) => c.examples.map((e) => `USER: "${e}" -> ${name}`));
-  if (examples.length > 0) lines.push('', 'Examples:', ...examples);
+  const examples = Object.entries(categories).flatMap(([name, c]) => c.examples.map((e) => `USER: ${quoted(e)} → ${name}`));
+  if (examples.length > 0) lines.push('', '---- Examples ----', ...examples);
   return lines.join('\n');
+}
+
+/** The conversation in the examples' form, ending with an arrow for the model to complete. */
+function realData(exchange: readonly { role: string; content: string }[]): string {
+  const turns = exchange.map((m) => `${m.role.toUpperCase()}: ${quoted(m.content)}`).join(' | ');
+  return `---- Real Data ----\n${turns} →`;
+}
+
+/** One line in double quotes: line breaks become spaces. */
+function quoted(text: string): string {
+  return `"${text.replace(/\s*\n\s*/g, ' ')}"`;
 }

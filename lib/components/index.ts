@@ -18,6 +18,7 @@ import { loop } from './loop';
 import { loopItem } from './loop-item';
 import { message } from './message';
 import { refusedComponents } from './refused';
+import { stringTransform } from './string-transform';
 import { switchComponent } from './switch';
 import { userFillUp } from './user-fill-up';
 import { variableAggregator } from './variable-aggregator';
@@ -42,6 +43,7 @@ export const coreComponents: readonly ComponentDefinition<any>[] = [
   dataOperations,
   listOperations,
   ...refusedComponents,
+  stringTransform,
 ];
 
 export const builtinComponents: ComponentRegistry = createRegistry(...coreComponents);

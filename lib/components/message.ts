@@ -2,9 +2,16 @@
  * Message: shows text to the user. One of its `content` templates is picked at random (the
  * choice is reproducible across pauses); references to a streaming producer (an LLM answer)
  * are passed through delta by delta when `stream` is on.
+ *
+ * A template with Jinja tags (`{% ... %}`, `{{ ... }}`) is rendered whole by the interpreter,
+ * as RAGFlow does: its references are settled first (see template-references.ts), the text is
+ * sent as one message, and the render runs under the caps of jinja.ts. The interpreter is
+ * loaded on the first such template.
  */
 import { z } from 'zod';
 import { defineComponent } from '../canvas/component';
+import { hasJinja, renderJinja } from './jinja';
+import { bindReferences } from './template-references';
 
 const params = z.looseObject({
   content: z
@@ -19,15 +26,14 @@ export const message = defineComponent({
   params,
   defaultOutput: 'content',
   streamsInput: true,
-  check(p) {
-    return p.content.some((t) => /\{%.*?%\}/s.test(t))
-      ? [{ field: 'obj.params.content', message: 'Jinja blocks ({% ... %}) are not supported' }]
-      : [];
-  },
   async invoke(p, ctx) {
     const template = p.content[Math.floor(ctx.random() * p.content.length)] as string;
     let content = '';
-    if (p.stream) {
+    if (hasJinja(template)) {
+      const { source, variables } = await bindReferences(template, ctx);
+      content = await renderJinja(source, variables);
+      ctx.message(content);
+    } else if (p.stream) {
       for await (const delta of ctx.renderStream(template)) {
         content += delta;
         ctx.message(delta);
