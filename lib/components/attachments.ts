@@ -21,7 +21,7 @@ import { createHash } from 'node:crypto';
 import type { ComponentContext } from '../canvas/component';
 import { ComponentError } from '../canvas/errors';
 import { findReferences, isRecord } from '../canvas/references';
-import { type ChatMessage, type ContentPart, contentText, type ImagePart, isImageMimeType } from '../llm/types';
+import { type ChatMessage, type ContentPart, contentImages, contentText, type ImagePart, isImageMimeType } from '../llm/types';
 import { classify, looksLikeImage, READABLE, sniffImage } from './file-kinds';
 import { type ComponentServices, filesOf } from './services';
 
@@ -196,10 +196,11 @@ export function attach(messages: readonly ChatMessage[], attachments: Attachment
       break;
     }
   }
-  const base = index >= 0 ? contentText((out[index] as ChatMessage).content) : '';
-  const text = [base, ...attachments.text].filter((t) => t !== '').join('\n\n');
-  const content: ContentPart[] = [...attachments.images, ...(text !== '' ? [{ type: 'text' as const, text }] : [])];
-  const message: ChatMessage = { role: 'user', content: attachments.images.length > 0 ? content : text };
+  const current = index >= 0 ? (out[index] as ChatMessage).content : '';
+  const text = [contentText(current), ...attachments.text].filter((t) => t !== '').join('\n\n');
+  const images = [...contentImages(current), ...attachments.images];
+  const content: ContentPart[] = [...images, ...(text !== '' ? [{ type: 'text' as const, text }] : [])];
+  const message: ChatMessage = { role: 'user', content: images.length > 0 ? content : text };
   if (index >= 0) out[index] = { ...(out[index] as ChatMessage), ...message };
   else out.push(message);
   return out;

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classify, sniffImage } from '../../lib/components/file-kinds';
-import { canvasFor, last, turn } from '../helpers/canvas';
+import { canvasFor, fixture, last, messages, turn } from '../helpers/canvas';
 import { graph } from '../helpers/dsl-builder';
 import { png } from '../helpers/png';
 import { testServices } from '../helpers/services';
@@ -51,6 +51,24 @@ describe('files shown to a model', () => {
     const events = await turn(canvasFor(reader(), { services }), { query: 'x', files: [photo] });
     expect(last(events)).toMatchObject({ event: 'workflow_failed', data: { error: { component_id: 'Agent:Read', message: expect.stringContaining('uploaded files cannot be read in this run') } } });
     expect(server.calls).toBe(calls);
+  });
+
+  it('stay in an Agent’s prompt for every round of tool calls, and reach its sub-Agents', async () => {
+    server.enqueue(
+      { kind: 'tools', calls: [{ name: 'Weather_Expert_0', arguments: { user_prompt: 'What is in the photo?' } }] },
+      { kind: 'text', text: 'Snow.' },
+      { kind: 'text', text: 'Pack boots.' },
+    );
+    const image = png(2, 2, 4);
+    const canvas = canvasFor(fixture('agent-subagent'), { services: testServices({ openaiUrl: server.url }) });
+    const events = await turn(canvas, { query: 'What to pack?', files: [`data:image/png;base64,${image.toString('base64')}`] });
+    expect(messages(events)).toEqual(['Pack boots.']);
+    const [round1, sub, round2] = server.requests.slice(-3);
+    for (const request of [round1, sub, round2]) {
+      expect(request?.images.map((i) => i.bytes.equals(image))).toEqual([true]);
+    }
+    expect(sub?.body.messages.at(-1)?.content).toBe('QUERY:\nWhat is in the photo?');
+    expect(round2?.body.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool']);
   });
 
   it('tells images by their bytes and documents by type, name or content', () => {
