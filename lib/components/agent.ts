@@ -7,6 +7,7 @@
  * provider's function calling. Entries of other kinds and MCP servers are refused at load.
  *
  * Every round's text reaches a downstream Message live; `use_tools` records each call made.
+ * The files it is shown (as LLM's) stay in its prompt for every round.
  */
 import { z } from 'zod';
 import { type ComponentContext, type ComponentDefinition, defineComponent } from '../canvas/component';
@@ -20,8 +21,9 @@ import { subAgentTool } from '../tools/sub-agent';
 import type { Tool, ToolContext, ToolServices } from '../tools/types';
 import {
   DEFAULT_HISTORY_WINDOW,
-  buildMessages,
+  checkFilesVariable,
   llmParamsShape,
+  promptMessages,
   samplingOptions,
   schemaInstructions,
   structuredAnswer,
@@ -109,11 +111,12 @@ export function createAgent(tools: ToolRegistry = builtinTools): ComponentDefini
     params: agentParamsFor(tools),
     defaultOutput: 'content',
     historyWindow: (p) => agentWindow(p),
-    check(p) {
+    check(p, scope) {
       const depth = toolDepth(p);
-      return depth > MAX_AGENT_DEPTH
-        ? [{ field: 'obj.params.tools', message: `sub-agents nest ${depth} deep; at most ${MAX_AGENT_DEPTH} levels are allowed` }]
-        : [];
+      return [
+        ...(depth > MAX_AGENT_DEPTH ? [{ field: 'obj.params.tools', message: `sub-agents nest ${depth} deep; at most ${MAX_AGENT_DEPTH} levels are allowed` }] : []),
+        ...checkFilesVariable(p, scope),
+      ];
     },
     invoke: (p, ctx) => invokeAgent(p, ctx, toolsOf(ctx) ?? tools),
   });
@@ -125,10 +128,10 @@ async function invokeAgent(p: AgentParams, ctx: ComponentContext, registry: Tool
   const model = modelsOf(ctx).resolve(p.llm_id);
   const schema = structuredSchema(p);
   if (schema && p.tools.length === 0) {
-    const { text, structured } = await structuredAnswer(model, await buildMessages(p, ctx, [schemaInstructions(schema)]), p, ctx);
+    const { text, structured } = await structuredAnswer(model, await promptMessages(p, ctx, [schemaInstructions(schema)]), p, ctx);
     return { outputs: { content: text, structured } };
   }
-  const messages = await buildMessages(p, ctx);
+  const messages = await promptMessages(p, ctx);
   const trace: ToolTrace[] = [];
   const rounds = (): Rounds => ({ ctx, registry, signal: ctx.signal, path: [], next: 0 });
   if (!schema && ctx.downstreamStreams && !ctx.handlesErrors) {

@@ -1,13 +1,17 @@
 /**
  * What LLM, Agent and Categorize share: RAGFlow's model params, the prompt assembly (system
- * prompt, a window of the conversation, the configured prompts with references rendered),
- * structured output, and the call itself with its token usage counted.
+ * prompt, a window of the conversation, the configured prompts with references rendered, the
+ * files shown), structured output, and the call itself with its token usage counted.
  */
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { ComponentContext } from '../canvas/component';
+import type { CheckScope, ComponentContext } from '../canvas/component';
+import type { DslProblem } from '../canvas/errors';
 import { ComponentError } from '../canvas/errors';
 import { isRecord } from '../canvas/references';
-import { type ChatMessage, type ChatModel, type ChatOptions, type ChatResult, complete } from '../llm/types';
+import { type ChatMessage, type ChatModel, type ChatOptions, type ChatResult, complete, type MessageContent } from '../llm/types';
+import { attachFiles } from './attachments';
+import { checkVariable } from './checks';
 
 const number = z.union([z.number(), z.string().regex(/^\s*-?\d*\.?\d+\s*$/).transform(Number)]);
 
@@ -34,6 +38,8 @@ export const llmParamsShape = {
   message_history_window_size: z.number().int().min(0).max(50).nullish(),
   max_retries: z.number().int().min(0).max(5).nullish(),
   output_structure: z.record(z.string(), z.unknown()).nullish(),
+  /** The variable whose images the model is shown (RAGFlow's), e.g. `sys.files`. */
+  visual_files_var: z.string().nullish(),
   outputs: z.record(z.string(), z.unknown()).nullish(),
 };
 
@@ -97,6 +103,17 @@ export async function buildMessages(
   return messages;
 }
 
+/** The prompt as `buildMessages` makes it, with the files the params show (lib/components/attachments). */
+export async function promptMessages(p: LlmParams, ctx: ComponentContext, extraSystem: string[] = []): Promise<ChatMessage[]> {
+  return attachFiles(p, ctx, await buildMessages(p, ctx, extraSystem));
+}
+
+/** `visual_files_var`, when set, must be a variable reference to something that exists. */
+export function checkFilesVariable(p: LlmParams, scope: CheckScope): Omit<DslProblem, 'component_id'>[] {
+  const name = p.visual_files_var?.trim();
+  return name ? checkVariable(name, scope, 'obj.params.visual_files_var') : [];
+}
+
 /** One model call to its end, its tokens counted towards the turn. */
 export async function completeCounted(model: ChatModel, options: ChatOptions, ctx: ComponentContext): Promise<ChatResult> {
   let result: ChatResult;
@@ -113,14 +130,30 @@ export async function completeCounted(model: ChatModel, options: ChatOptions, ct
 
 /** A model call as the turn records it: the model, what was sent (no signal), what came back. */
 export function recordModelCall(ctx: ComponentContext, model: ChatModel, options: ChatOptions, outcome: { result?: Pick<ChatResult, 'text' | 'toolCalls' | 'usage'>; error?: unknown }): void {
-  const { signal: _signal, ...request } = options;
+  const { signal: _signal, messages, ...request } = options;
   ctx.recordCall({
     kind: 'model',
     name: model.id,
-    request: { model: model.id, ...request },
+    request: { model: model.id, ...request, messages: messages.map((m) => ({ ...m, content: recordedContent(m.content) })) },
     ...(outcome.result
       ? { result: { text: outcome.result.text, ...(outcome.result.toolCalls.length > 0 ? { tool_calls: outcome.result.toolCalls } : {}), usage: outcome.result.usage } }
       : { error: outcome.error instanceof Error ? outcome.error.message : String(outcome.error) }),
+  });
+}
+
+const imageHashes = new WeakMap<Uint8Array, string>();
+
+/** Content as a call record hashes it: an image by its type, size and sha256, never its bytes. */
+function recordedContent(content: MessageContent): unknown {
+  if (typeof content === 'string') return content;
+  return content.map((part) => {
+    if (part.type === 'text') return part;
+    let sha = imageHashes.get(part.bytes);
+    if (!sha) {
+      sha = createHash('sha256').update(part.bytes).digest('hex');
+      imageHashes.set(part.bytes, sha);
+    }
+    return { type: 'image', mime_type: part.mime_type, size: part.bytes.byteLength, sha256: sha };
   });
 }
 

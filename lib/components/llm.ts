@@ -1,5 +1,6 @@
 /**
- * LLM: one model call over the system prompt, a window of the conversation and the prompts.
+ * LLM: one model call over the system prompt, a window of the conversation and the prompts,
+ * shown the files of `visual_files_var` and `sys.files` (lib/components/attachments).
  * When a Message downstream shows it live, the answer is a stream the Message reads (the model
  * is called then, once); otherwise, or when asked for structured output, it is called here.
  */
@@ -9,8 +10,9 @@ import type { ChatModel, ChatOptions } from '../llm/types';
 import type { ComponentContext } from '../canvas/component';
 import {
   DEFAULT_HISTORY_WINDOW,
-  buildMessages,
+  checkFilesVariable,
   completeCounted,
+  promptMessages,
   recordModelCall,
   llmParams,
   samplingOptions,
@@ -26,15 +28,16 @@ export const llm = defineComponent({
   params: llmParams,
   historyWindow: (p) => p.message_history_window_size ?? DEFAULT_HISTORY_WINDOW,
   defaultOutput: 'content',
+  check: (p, scope) => checkFilesVariable(p, scope),
   async invoke(p, ctx) {
     const model = modelsOf(ctx).resolve(p.llm_id);
     const schema = structuredSchema(p);
     if (schema) {
-      const messages = await buildMessages(p, ctx, [schemaInstructions(schema)]);
+      const messages = await promptMessages(p, ctx, [schemaInstructions(schema)]);
       const { text, structured } = await structuredAnswer(model, messages, p, ctx);
       return { outputs: { content: text, structured } };
     }
-    const messages = await buildMessages(p, ctx);
+    const messages = await promptMessages(p, ctx);
     const options: ChatOptions = { messages, ...samplingOptions(p) };
     if (ctx.downstreamStreams && !ctx.handlesErrors) {
       return { outputs: { content: new TextStream(streamAnswer(model, options, ctx)) } };

@@ -15,6 +15,7 @@ import {
   ConverseStreamCommand,
   type ContentBlock,
   type ConverseStreamCommandInput,
+  type ImageFormat,
   type ConverseStreamOutput,
   type InferenceConfiguration,
   type Message,
@@ -24,7 +25,18 @@ import {
 } from '@aws-sdk/client-bedrock-runtime';
 import { LlmError, LlmTransientError, isTransientStatus, retryAfterMs } from './errors';
 import { retrying, type RetryPolicy } from './retry';
-import { ZERO_USAGE, type ChatEvent, type ChatMessage, type ChatProvider, type ChatRequest, type ToolCall, type Usage } from './types';
+import {
+  ZERO_USAGE,
+  type ChatEvent,
+  type ChatMessage,
+  type ChatProvider,
+  type ChatRequest,
+  contentText,
+  type ImageMimeType,
+  type MessageContent,
+  type ToolCall,
+  type Usage,
+} from './types';
 
 /** Static AWS credentials (shape of the SDK's `AwsCredentialIdentity`). */
 export interface BedrockCredentials {
@@ -130,17 +142,20 @@ export function toConverseInput(request: ChatRequest): ConverseStreamCommandInpu
 
   for (const message of request.messages) {
     switch (message.role) {
-      case 'system':
-        if (message.content.trim() !== '') system.push({ text: message.content });
+      case 'system': {
+        const text = contentText(message.content);
+        if (text.trim() !== '') system.push({ text });
         break;
+      }
       case 'user':
-        append('user', [{ text: message.content }]);
+        append('user', userBlocks(message.content, request.model));
         break;
       case 'assistant': {
         const blocks: ContentBlock[] = [];
         const calls = message.tool_calls ?? [];
+        const text = contentText(message.content);
         // Converse rejects blank text blocks; a pure tool-call turn has none.
-        if (message.content.trim() !== '' || calls.length === 0) blocks.push({ text: message.content });
+        if (text.trim() !== '' || calls.length === 0) blocks.push({ text });
         for (const call of calls) blocks.push({ toolUse: toToolUse(call, request.model) });
         append('assistant', blocks);
         break;
@@ -182,6 +197,30 @@ export function toConverseInput(request: ChatRequest): ConverseStreamCommandInpu
   return input;
 }
 
+const IMAGE_FORMATS: Record<ImageMimeType, ImageFormat> = {
+  'image/png': 'png',
+  'image/jpeg': 'jpeg',
+  'image/gif': 'gif',
+  'image/webp': 'webp',
+};
+
+/** A user message's blocks: its text, and each image as an `image` block holding its bytes. */
+function userBlocks(content: MessageContent, model: string): ContentBlock[] {
+  if (typeof content === 'string') return [{ text: content }];
+  const blocks: ContentBlock[] = [];
+  for (const part of content) {
+    if (part.type === 'text') {
+      // Converse rejects blank text blocks
+      if (part.text.trim() !== '') blocks.push({ text: part.text });
+      continue;
+    }
+    const format = IMAGE_FORMATS[part.mime_type];
+    if (!format) throw new LlmError(`bedrock model ${model}: images of type ${String(part.mime_type)} are not supported (png, jpeg, gif, webp)`);
+    blocks.push({ image: { format, source: { bytes: part.bytes } } });
+  }
+  return blocks.length > 0 ? blocks : [{ text: contentText(content) }];
+}
+
 function toToolUse(call: ToolCall, model: string): ToolUseBlock {
   return { toolUseId: call.id, name: call.name, input: parseArguments(call, model) };
 }
@@ -205,7 +244,7 @@ function toToolResult(message: ChatMessage, model: string): ContentBlock {
   if (!message.tool_call_id) {
     throw new LlmError(`bedrock model ${model}: a tool message has no tool_call_id`);
   }
-  return { toolResult: { toolUseId: message.tool_call_id, content: [{ text: message.content }] } };
+  return { toolResult: { toolUseId: message.tool_call_id, content: [{ text: contentText(message.content) }] } };
 }
 
 // ---- response mapping ---------------------------------------------------------------------------

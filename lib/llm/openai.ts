@@ -7,7 +7,7 @@
 import { LlmError, LlmTransientError, isTransientStatus, retryAfterMs } from './errors';
 import { type RetryPolicy, retrying } from './retry';
 import { sseData } from './sse';
-import type { ChatEvent, ChatProvider, ChatRequest, ToolCall, Usage } from './types';
+import { type ChatEvent, type ChatMessage, type ChatProvider, type ChatRequest, contentText, type ToolCall, type Usage } from './types';
 
 export interface OpenAiOptions {
   baseUrl: string;
@@ -132,7 +132,7 @@ function body(request: ChatRequest): Record<string, unknown> {
     stream_options: { include_usage: true },
     messages: request.messages.map((m) => ({
       role: m.role,
-      content: m.content,
+      content: wireContent(m),
       ...(m.tool_calls?.length
         ? { tool_calls: m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) }
         : {}),
@@ -147,6 +147,20 @@ function body(request: ChatRequest): Record<string, unknown> {
   }
   if (request.json) out.response_format = { type: 'json_object' };
   return out;
+}
+
+/**
+ * A message's content on the wire: a string, as always, unless a user message carries images;
+ * then the parts, each image as an `image_url` part holding a `data:` URL (the form every
+ * OpenAI-compatible vision API accepts). Other roles take text only.
+ */
+function wireContent(m: ChatMessage): string | Record<string, unknown>[] {
+  if (typeof m.content === 'string') return m.content;
+  if (m.role !== 'user' || !m.content.some((p) => p.type === 'image')) return contentText(m.content);
+  return m.content.flatMap((p): Record<string, unknown>[] => {
+    if (p.type === 'text') return p.text === '' ? [] : [{ type: 'text', text: p.text }];
+    return [{ type: 'image_url', image_url: { url: `data:${p.mime_type};base64,${Buffer.from(p.bytes.buffer, p.bytes.byteOffset, p.bytes.byteLength).toString('base64')}` } }];
+  });
 }
 
 interface Chunk {

@@ -13,13 +13,53 @@ export interface ToolCall {
   arguments: string;
 }
 
+/** A piece of text in a message's content. */
+export interface TextPart {
+  type: 'text';
+  text: string;
+}
+
+/** The image formats every provider takes (Bedrock Converse's set; OpenAI-compatible APIs take them too). */
+export const IMAGE_MIME_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
+export type ImageMimeType = (typeof IMAGE_MIME_TYPES)[number];
+
+/** An image in a message's content, as bytes: providers encode it as their protocol wants. */
+export interface ImagePart {
+  type: 'image';
+  mime_type: ImageMimeType;
+  bytes: Uint8Array;
+}
+
+export type ContentPart = TextPart | ImagePart;
+
+/**
+ * What a message says: plain text, or parts (text and images) for a model that is shown files.
+ * Providers send plain text as a string, as before; only user messages carry images.
+ */
+export type MessageContent = string | readonly ContentPart[];
+
 export interface ChatMessage {
   role: ChatRole;
-  content: string;
+  content: MessageContent;
   /** On an assistant message: the calls it made. */
   tool_calls?: ToolCall[];
   /** On a tool message: the call it answers. */
   tool_call_id?: string;
+}
+
+/** The text of a message's content: a string as it is, parts' texts joined by blank lines. */
+export function contentText(content: MessageContent): string {
+  if (typeof content === 'string') return content;
+  return content.flatMap((p) => (p.type === 'text' && p.text !== '' ? [p.text] : [])).join('\n\n');
+}
+
+/** The images of a message's content (none for a string). */
+export function contentImages(content: MessageContent): ImagePart[] {
+  return typeof content === 'string' ? [] : content.filter((p): p is ImagePart => p.type === 'image');
+}
+
+export function isImageMimeType(value: string): value is ImageMimeType {
+  return (IMAGE_MIME_TYPES as readonly string[]).includes(value);
 }
 
 export interface ToolSpec {

@@ -3,10 +3,12 @@
  * tools) that the calling model asks with `user_prompt`, `reasoning` and `context`, as in
  * RAGFlow. The call renders the sub-Agent's system prompt against the same run, sends the
  * three arguments as one user message, and runs the calling Agent's tool loop with the
- * sub-Agent's params; its whole answer is the result.
+ * sub-Agent's params; its whole answer is the result. It is shown the files of its own
+ * `visual_files_var` and of `sys.files`, as an Agent is.
  */
 import type { ComponentContext } from '../canvas/component';
 import type { AgentParams } from '../components/agent';
+import { attachFiles } from '../components/attachments';
 import { buildMessages } from '../components/llm-params';
 import type { ChatMessage, ChatModel } from '../llm/types';
 import { ToolError } from './errors';
@@ -48,8 +50,10 @@ export function subAgentTool(entry: ToolEntry<AgentParams>, host: SubAgentHost):
       const models = ctx.services.models;
       if (!models) throw new ToolError('no language model is configured for this run');
       const model = models.resolve(sub.llm_id);
-      const messages = await buildMessages({ ...sub, prompts: [] }, host.component);
-      messages.push({ role: 'user', content: blocks.join('\n\n') });
+      const built = await buildMessages({ ...sub, prompts: [] }, host.component);
+      built.push({ role: 'user', content: blocks.join('\n\n') });
+      // shown the files as an Agent is (its own prompts are not rendered: the caller wrote this one)
+      const messages = await attachFiles({ ...sub, prompts: [] }, host.component, built);
       let answer = '';
       for await (const delta of host.rounds(model, messages, sub, ctx)) answer += delta;
       return { kind: 'result', content: answer };

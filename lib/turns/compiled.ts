@@ -6,6 +6,7 @@ import { type CanvasOptions, compileWorkflow, type Workflow } from '../canvas';
 import { sha256 } from '../store/codec';
 import { NotFoundError } from '../store/errors';
 import { getVersion, getWorkflow } from '../store/workflows';
+import { tenantFiles } from './files';
 import type { TurnEngine } from './turn-engine';
 
 const compiledCache = new Map<string, Workflow>();
@@ -40,10 +41,15 @@ export function canvasOptions(engine: TurnEngine, runId: string, tenant: string,
     ...(engine.clock ? { clock: engine.clock } : {}),
     // the first state of a run is a function of its id: a retried first turn is the same run
     seed: Number.parseInt(sha256(runId).slice(0, 8), 16) | 0,
-    services: engine.servicesFor?.(tenant) ?? engine.services,
+    services: withFiles(engine.servicesFor?.(tenant) ?? engine.services, engine, tenant),
     ...(engine.stepBudgetTurn ? { stepBudgetTurn: engine.stepBudgetTurn } : {}),
     ...(engine.stepBudgetRun ? { stepBudgetRun: engine.stepBudgetRun } : {}),
   };
+}
+
+/** A run reads its tenant's uploaded files, unless its host gave it a `files` service of its own. */
+function withFiles(services: Readonly<Record<string, unknown>>, engine: TurnEngine, tenant: string): Readonly<Record<string, unknown>> {
+  return services.files ? services : { ...services, files: tenantFiles(engine.store, tenant) };
 }
 
 export function withHistory(state: unknown, history: unknown[], workflow: Workflow): unknown {

@@ -4,7 +4,10 @@
  * replaced by `{file_id, name, size, mime_type, text?}` (text for text and JSON files, up to a
  * cap). An unknown id — another tenant's, or one the caller may not use — is an invalid input
  * of that field. A used file is kept at least as long as the run; a file named by its token is
- * bound to the run that names it first, and is that run's from then on.
+ * bound to the run that names it first, and is that run's from then on. The files sent beside
+ * a turn (`run_input.files`, RAGFlow's `files`) are resolved the same way into `sys.files`.
+ *
+ * `tenantFiles` is how a run's components read a file's bytes (a model shown an image).
  */
 import type { Canvas, RunInput } from '../canvas';
 import { InvalidInputsError, type InputProblem } from '../canvas/errors';
@@ -12,6 +15,7 @@ import { isRecord } from '../canvas/references';
 import { NotFoundError } from '../store/errors';
 import { bindFile, getFile, keepFileUntil, readFileContent, type StoredFile } from '../store/files';
 import { getHead } from '../store/sessions';
+import type { StoreContext } from '../store/dynamo';
 import type { TurnEngine } from './execute';
 
 export const MAX_FILE_TEXT_CHARS = 64 * 1024;
@@ -47,6 +51,10 @@ export async function resolveFileInputs(
   keepUntilSec: number,
   scope?: FileScope,
 ): Promise<RunInput | undefined> {
+  const files = runInput?.files;
+  if (runInput && Array.isArray(files) && files.length > 0) {
+    runInput = { ...runInput, files: await resolveFileList(engine, tenant, files, keepUntilSec, scope) };
+  }
   const inputs = runInput?.inputs;
   if (!inputs) return runInput;
   const fileFields = canvas.inputFields().filter(({ field }) => field.type === 'file' && Object.hasOwn(inputs, field.key));
@@ -154,4 +162,23 @@ async function describe(engine: TurnEngine, tenant: string, ref: string, keepUnt
 
 function isText(file: StoredFile): boolean {
   return file.mimeType.startsWith('text/') || /json|xml|csv|yaml|markdown/.test(file.mimeType);
+}
+
+/** The files a tenant's runs read (the `files` service of lib/components/services): bytes by file id. */
+export function tenantFiles(store: StoreContext, tenant: string): { read(fileId: string): Promise<{ bytes: Uint8Array; mime_type: string; name: string; sha256: string } | undefined> } {
+  return {
+    async read(fileId) {
+      let file: StoredFile;
+      try {
+        file = await getFile(store, tenant, fileId);
+      } catch (error) {
+        if (error instanceof NotFoundError) return undefined;
+        throw error;
+      }
+      const bytes = await readFileContent(store, file);
+      // content goes only once all its chunks are written; a short read is a file going away
+      if (bytes.length !== file.size) return undefined;
+      return { bytes, mime_type: file.mimeType, name: file.name, sha256: file.sha256 };
+    },
+  };
 }

@@ -9,8 +9,8 @@
  * with prior knowledge to an `http://` endpoint; an HTTP/1.1 server would not be understood.
  *
  * Scriptable per test: a queue of responses (taken one per request) and an optional fallback
- * used once the queue is empty. Every request is recorded. SigV4 signatures are accepted as
- * they come (never verified).
+ * used once the queue is empty. Every request is recorded, its `image` blocks decoded
+ * (`images`). SigV4 signatures are accepted as they come (never verified).
  */
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -52,6 +52,24 @@ export interface RecordedRequest {
   /** Parsed JSON body (undefined when the body was not JSON). */
   body: any;
   rawBody: string;
+  /** The `image` blocks of the messages, in order, their bytes decoded from the JSON's base64. */
+  images: ReceivedImage[];
+}
+
+export interface ReceivedImage {
+  /** The index of its message. */
+  message: number;
+  format: string;
+  bytes: Buffer;
+}
+
+function imagesOf(body: unknown): ReceivedImage[] {
+  const messages = (body as { messages?: { content?: { image?: { format?: string; source?: { bytes?: string } } }[] }[] } | undefined)?.messages ?? [];
+  return messages.flatMap((m, message) =>
+    (m.content ?? []).flatMap((block) =>
+      block.image ? [{ message, format: String(block.image.format), bytes: Buffer.from(block.image.source?.bytes ?? '', 'base64') }] : [],
+    ),
+  );
 }
 
 export interface UsageCounts {
@@ -295,6 +313,7 @@ export class BedrockTestServer {
         headers: flat,
         body,
         rawBody,
+        images: imagesOf(body),
       });
       for (const waiter of this.arrivals) {
         if (this.requests.length < waiter.count) continue;

@@ -3,7 +3,9 @@
  * SSE streams with `data:` chunks, tool-call deltas, usage, plain JSON answers, error statuses
  * and stalls. Replies come from a queue, else from `respond(body)`; every request is recorded.
  * A test can hold an answer until it says so (`until`), and wait until requests have arrived
- * (`arrived`): the order of events, not the time they take, is what tests go by.
+ * (`arrived`): the order of events, not the time they take, is what tests go by. A message sent
+ * as content parts is recorded with its text as `content` (the parts' texts joined), the parts
+ * as sent in `contents`, and its images decoded from their `data:` URLs in `images`.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,14 +24,30 @@ export type Reply =
   | { kind: 'status'; status: number; message?: string; headers?: Record<string, string> }
   | { kind: 'stall' };
 
+/** A content part as the protocol sends it. */
+export type WirePart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string; detail?: string } };
+
+/** An image a request carried, decoded from its `data:` URL. */
+export interface ReceivedImage {
+  /** The index of its message. */
+  message: number;
+  mime_type: string;
+  bytes: Buffer;
+}
+
 export interface RecordedRequest {
   /** The whole answer was sent (a client that died mid-answer leaves it false). */
   completed?: boolean;
   path: string;
   headers: IncomingMessage['headers'];
+  /** Each message's content as sent: a string, or its parts. */
+  contents: (string | WirePart[])[];
+  /** The images of the request's messages, in order. */
+  images: ReceivedImage[];
   body: {
     model: string;
     stream?: boolean;
+    /** `content`: the text (of a message sent as parts, its text parts joined by blank lines). */
     messages: { role: string; content: string; tool_calls?: unknown[]; tool_call_id?: string }[];
     tools?: { type: string; function: { name: string; description: string; parameters: unknown } }[];
     response_format?: unknown;
@@ -85,8 +103,10 @@ export class OpenAiServer {
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
       return;
     }
-    const body = JSON.parse(raw) as RecordedRequest['body'];
-    const recorded: RecordedRequest = { path: req.url, headers: req.headers, body };
+    const sent = JSON.parse(raw) as Omit<RecordedRequest['body'], 'messages'> & { messages: { role: string; content: string | WirePart[] }[] };
+    const contents = sent.messages.map((m) => m.content);
+    const body = { ...sent, messages: sent.messages.map((m) => ({ ...m, content: textOf(m.content) })) } as RecordedRequest['body'];
+    const recorded: RecordedRequest = { path: req.url, headers: req.headers, body, contents, images: imagesOf(contents) };
     this.requests.push(recorded);
     for (const waiter of this.arrivals) {
       if (this.requests.length < waiter.count) continue;
@@ -151,6 +171,23 @@ export class OpenAiServer {
       }
     }
   }
+}
+
+/** The text of a message as sent: its string, or its text parts joined by blank lines. */
+export function textOf(content: string | WirePart[] | null | undefined): string {
+  if (content === null || content === undefined) return '';
+  return typeof content === 'string' ? content : content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n\n');
+}
+
+function imagesOf(contents: RecordedRequest['contents']): ReceivedImage[] {
+  return contents.flatMap((content, message) => {
+    if (typeof content === 'string') return [];
+    return content.flatMap((p) => {
+      if (p.type !== 'image_url') return [];
+      const data = /^data:([^;,]+);base64,(.*)$/s.exec(p.image_url.url);
+      return data ? [{ message, mime_type: data[1] as string, bytes: Buffer.from(data[2] as string, 'base64') }] : [];
+    });
+  });
 }
 
 function split(text: string, parts: number): string[] {

@@ -10,7 +10,6 @@ import { NotFoundError } from '../../store/errors';
 import type { SessionHead } from '../../store/sessions';
 import { getWorkflow } from '../../store/workflows';
 import { executeTurn, newRunId, type TurnRequest, type TurnResult } from '../../turns/execute';
-import { resolveFileList } from '../../turns/files';
 import { derivedRunId, keyHashOf } from '../../turns/turn-keys';
 import { actorOf, fileAccess, idempotencyPrincipal, newRunUser, runAuthorizer } from '../access';
 import type { AppDeps } from '../app';
@@ -82,10 +81,8 @@ export async function conversation(c: Context<RagflowEnv>, deps: AppDeps, agentI
   // a keyed new session's id is the key's, so every retry names the same session
   const sessionId = fields.sessionId ?? (idempotencyKey ? derivedRunId(keyHashOf(request)) : newRunId());
   if (!fields.sessionId && !idempotencyKey) request.newRunId = sessionId;
-  if (Array.isArray(fields.files) && fields.files.length > 0) {
-    const keepUntil = Math.floor(Date.now() / 1000) + (deps.engine.sessionTtlSeconds ?? 30 * 86_400);
-    runInput.files = await resolveFileList(deps.engine, principal.tenant, fields.files, keepUntil, { runId: sessionId, ...(files ? { access: files } : {}) });
-  }
+  // resolved by the turn (lib/turns/files.ts), under the same access as file fields
+  if (Array.isArray(fields.files) && fields.files.length > 0) runInput.files = fields.files;
   return { agentId, sessionId, isNew: fields.sessionId === undefined, request };
 }
 
