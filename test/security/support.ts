@@ -233,7 +233,7 @@ export function comparable(res: RawResponse, ...ids: string[]): { status: number
   let text = res.text;
   for (const id of ids) text = text.split(id).join('<id>');
   text = text
-    .replace(/"(message_id|session_id|id|run_id)":"[0-9a-f]{32}"/g, '"$1":"<new>"')
+    .replace(/"(message_id|session_id|task_id|id|run_id)":"[0-9a-f]{32}"/g, '"$1":"<new>"')
     .replace(/"(created_at|create_time|update_time|created)":\d+(\.\d+)?/g, '"$1":0')
     .replace(/"(created_at|updated_at|create_date|update_date)":"[^"]*"/g, '"$1":"<t>"');
   let body: unknown = text;
