@@ -366,6 +366,11 @@ describe('a workflow not in webhook mode', () => {
     expect((await deliver(`${api.url}/workflows/v1/webhooks/wh_${'0'.repeat(32)}`, ORDER)).status).toBe(404);
     expect((await deliver(`${api.url}/workflows/v1/webhooks/not-an-id`, ORDER)).status).toBe(404);
   });
+
+  it('the delivery route is in the OpenAPI document', async () => {
+    const doc = await api.call('GET', '/openapi.json', { key: null });
+    expect(Object.keys(doc.json.paths)).toContain('/workflows/v1/webhooks/{webhook_id}');
+  });
 });
 
 describe('other authentication', () => {
