@@ -29,6 +29,7 @@ import { resolveWorkflow } from '../../turns/compiled';
 import { acceptedAnswer, finalAnswer, type WebhookAnswer, WorkflowFailedError } from '../../webhooks/answer';
 import { WebhookCredentials } from '../../webhooks/credentials';
 import { authenticate, bodyLimitOf, checkAddress, checkMethod, type Delivery, DeliveryRefused, deliveryKey, parsePayload, takeDelivery, webhookEntry } from '../../webhooks/delivery';
+import { webhookRun } from '../access';
 import type { AppDeps, AppEnv } from '../app';
 import { HttpError, validationHook } from '../errors';
 import { ErrorSchema, WORKFLOW_ID } from '../schemas';
@@ -85,10 +86,8 @@ export function webhookRoutes(deps: AppDeps): OpenAPIHono<AppEnv> {
     const request: TurnRequest = {
       tenant: hook.tenant,
       workflowId: hook.workflowId,
-      // redeliveries meet within this webhook only
-      principal: `webhook:${hook.id}`,
-      actor: { kind: 'webhook', id: hook.id },
-      runUserId: null,
+      // the tenant's run; redeliveries meet within this webhook only
+      ...webhookRun(hook.id),
       dialect: 'ragflow',
       runInput: { webhook_payload: webhookPayload },
       ...(clientAddress ? { clientAddress } : {}),
