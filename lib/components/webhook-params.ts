@@ -75,7 +75,7 @@ function truthy(value: unknown): boolean {
   return false;
 }
 
-const secretValue = z.string().min(1, 'must not be empty').max(4096);
+const secretValue = z.string().min(1, 'must not be empty').max(1024, 'must be at most 1024 characters');
 const ref = z.string().regex(CREDENTIAL_REF, 'names a credential this tenant stored at import (whs_ and 24 hex digits)');
 
 const security = z

@@ -160,7 +160,7 @@ export function bodyLimitOf(config: WebhookConfig, serverMax: number): number {
  * The run's `webhook_payload` from the delivery and its raw body: parsed by its content type,
  * then each section checked against `schema` (400 naming every field that fails).
  */
-export async function parsePayload(config: WebhookConfig, delivery: Delivery, raw: Uint8Array): Promise<{ query: unknown; headers: unknown; body: unknown }> {
+export async function parsePayload(config: WebhookConfig, delivery: Delivery, raw: Uint8Array, maxDepth = 64): Promise<{ query: unknown; headers: unknown; body: unknown }> {
   const type = (delivery.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
   if (type && config.content_types.length > 0 && !config.content_types.includes(type as WebhookConfig['content_types'][number])) {
     throw new DeliveryRefused('invalid_request', `Invalid Content-Type: expect '${config.content_types.join("' or '")}', got '${type}'`, 'Content-Type');
@@ -172,6 +172,7 @@ export async function parsePayload(config: WebhookConfig, delivery: Delivery, ra
     headers[k] = v;
   });
   const body = await parseBody(type, raw, delivery.headers.get('content-type') ?? '');
+  if (depthOver(body, maxDepth)) throw new DeliveryRefused('invalid_request', `the body nests deeper than ${maxDepth} levels`, 'body');
   const problems: SchemaProblem[] = [];
   const section = (name: string, data: unknown, declaredOnly: boolean, caseInsensitive = false) => {
     const out = extractSection(name, data, config.schema[name as 'query' | 'headers' | 'body'], { declaredOnly, caseInsensitive });
@@ -187,6 +188,18 @@ export async function parsePayload(config: WebhookConfig, delivery: Delivery, ra
   const first = problems[0];
   if (first) throw new DeliveryRefused('invalid_request', `${first.field}: ${first.message}`, first.field, problems);
   return payload;
+}
+
+/** Whether a parsed value nests deeper than `max` (iteratively: a hostile body costs no stack). */
+function depthOver(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, d] = stack.pop() as [unknown, number];
+    if (typeof v !== 'object' || v === null) continue;
+    if (d > max) return true;
+    for (const child of Object.values(v)) stack.push([child, d + 1]);
+  }
+  return false;
 }
 
 async function parseBody(type: string, raw: Uint8Array, contentType: string): Promise<unknown> {

@@ -243,6 +243,7 @@ describe('deliveries', () => {
       [{ order_id: 'A', customer: { name: 'Ada' }, tags: [1, 2] }, 'body.tags.0', 'body.tags.0: expected string, got number 1'],
       [[1, 2], 'body', 'body: must be an object, got an array'],
       ['{not json', 'body', 'the body is not valid JSON'],
+      [`${'['.repeat(70)}${']'.repeat(70)}`, 'body', 'the body nests deeper than 64 levels'],
     ];
     for (const [body, field, error] of cases) {
       const res = await deliver(url, body, withToken());

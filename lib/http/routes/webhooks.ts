@@ -36,6 +36,7 @@ import { ErrorSchema, WORKFLOW_ID } from '../schemas';
 
 export const WEBHOOKS_PATH = '/workflows/v1/webhooks';
 const DEFAULT_MAX_BODY = 1024 * 1024;
+const DEFAULT_MAX_DEPTH = 64;
 
 /** The URL a workflow's deliveries go to: EASEL_PUBLIC_URL's, or a path on this server when none is configured. */
 export function webhookUrl(deps: Pick<AppDeps, 'publicUrl'>, webhookId: string): string {
@@ -77,7 +78,7 @@ export function webhookRoutes(deps: AppDeps): OpenAPIHono<AppEnv> {
       checkAddress(config, delivery.clientAddress);
       await authenticate(config, delivery, { tenant: hook.tenant, credentials, now: now(), byWorkflowId });
       const raw = await readBody(c.req.raw, bodyLimitOf(config, serverMax));
-      const parsed = await parsePayload(config, delivery, raw);
+      const parsed = await parsePayload(config, delivery, raw, deps.limits?.maxJsonDepth ?? DEFAULT_MAX_DEPTH);
       return { ...parsed, key: deliveryKey(delivery.headers) };
     });
     const { key, ...webhookPayload } = payload;
