@@ -60,8 +60,6 @@ export interface TurnRequest {
   fileAccess?: FileAccess;
   /** The client's address (HTTP): runs started by an execute key alone are limited per address too. */
   clientAddress?: string;
-  /** Whose rules a first turn starts with (Begin's input handling): RAGFlow's or Easel's own. @default 'native' */
-  dialect?: 'native' | 'ragflow';
   /** Absent: start a new run. */
   runId?: string;
   /** The id a new run gets (32 hex; generated when absent), for callers that must name it early. */

@@ -11,7 +11,7 @@
 import type { TenantSecrets } from '../secrets/tenant-secrets';
 import type { StoreContext } from '../store/dynamo';
 import { ensureWebhook } from '../store/webhooks';
-import { addVersion, createWorkflow, type Workflow } from '../store/workflows';
+import { addVersion, createWorkflow, type NewWorkflow, type Workflow } from '../store/workflows';
 import { sealCredentials, webhookBegins } from './credentials';
 
 /** What importing needs: the store (the app's `engine.store`) and the tenant's secrets. */
@@ -20,10 +20,7 @@ export interface ImportDeps {
   secrets?: TenantSecrets;
 }
 
-export async function createImportedWorkflow(
-  deps: ImportDeps,
-  w: { tenant: string; id: string; name: string; description?: string; dsl: Record<string, unknown> },
-): Promise<Workflow> {
+export async function createImportedWorkflow(deps: ImportDeps, w: NewWorkflow & { dsl: Record<string, unknown> }): Promise<Workflow> {
   const dsl = await sealCredentials(deps.secrets, w.tenant, w.dsl);
   const created = await createWorkflow(deps.engine.store, { ...w, dsl });
   if (webhookBegins(dsl).length === 0) return created;
