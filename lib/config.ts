@@ -58,6 +58,12 @@ export interface HttpConfig {
    * the client address is the entry this many from the right. 0: the header is ignored.
    */
   trustedProxyHops: number;
+  /**
+   * The API's public base URL, that webhook URLs are built on (EASEL_PUBLIC_URL): on AWS the
+   * HTTP API's URL or the Function URL (or a custom domain in front of either); under npm start
+   * the local server's URL unless set. No trailing slash.
+   */
+  publicUrl?: string;
 }
 
 export interface SecretsConfig {
@@ -262,6 +268,22 @@ function corsOrigins(raw: string | undefined, problems: string[]): string[] {
   return origins;
 }
 
+/** `https://abc123.execute-api.eu-west-1.amazonaws.com`, `https://api.example.com/easel`: http(s), no query or fragment. */
+function publicUrl(raw: string | undefined, problems: string[]): { publicUrl?: string } {
+  if (raw === undefined) return {};
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (!url || !/^https?:$/.test(url.protocol) || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '' || /\s/.test(raw)) {
+    problems.push(`EASEL_PUBLIC_URL must be the API's http(s) base URL without query, fragment or credentials (e.g. https://abc123.execute-api.us-east-1.amazonaws.com), got "${raw}"`);
+    return {};
+  }
+  return { publicUrl: `${url.origin}${url.pathname}`.replace(/\/+$/, '') };
+}
+
 /** CSP source expressions: 'self', 'none' (alone), https:, https://*.example.com:443, *. */
 function frameAncestors(raw: string | undefined, problems: string[]): string[] {
   const sources = commaList(raw).map((s) => (s === 'self' || s === 'none' ? `'${s}'` : s));
@@ -373,6 +395,7 @@ export function readConfig(env: Env = process.env): EaselConfig {
       corsOrigins: corsOrigins(get('EASEL_CORS_ORIGINS'), problems),
       frameAncestors: frameAncestors(get('EASEL_FRAME_ANCESTORS'), problems),
       trustedProxyHops: integer('EASEL_QUOTA_TRUSTED_PROXY_HOPS', 0, 0, 10),
+      ...publicUrl(get('EASEL_PUBLIC_URL'), problems),
     },
     secrets,
     llm,

@@ -27,6 +27,7 @@ export const ERROR_CODES = {
   no_timer_armed: 'A timer firing (pump-companions) for a run that has no form timer armed; `status` is the run status.',
   idempotency_mismatch: 'This Idempotency-Key was used before with a different request.',
   payload_too_large: 'A body, file, form value or stored item is over its limit.',
+  workflow_failed: 'A webhook run answered when it ends (Streaming) failed, was cancelled or aborted; the answer carries `run_id`, `status` and the run\'s `error`.',
   rate_limited: 'A quota or rate limit is spent (turns per minute, model tokens per day, runs started); `Retry-After` says when to try again.',
   unavailable: 'A transient failure (a provider 429/5xx, a timeout, the store): nothing was committed; retry.',
   // ---- not answers for clients: internal signals and failures, logged and answered 500 ----

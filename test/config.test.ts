@@ -38,6 +38,15 @@ describe('readConfig', () => {
     expect(() => readConfig({ EASEL_DEADLINE_MARGIN_MS: '0' })).toThrow(/EASEL_DEADLINE_MARGIN_MS must be an integer from 100 to 600000, got "0"/);
   });
 
+  it('reads the public base URL webhook URLs are built on (EASEL_PUBLIC_URL), without a trailing slash', () => {
+    expect(readConfig({}).http.publicUrl).toBeUndefined();
+    expect(readConfig({ EASEL_PUBLIC_URL: 'https://abc123.execute-api.us-east-1.amazonaws.com/' }).http.publicUrl).toBe('https://abc123.execute-api.us-east-1.amazonaws.com');
+    expect(readConfig({ EASEL_PUBLIC_URL: 'https://api.example.com/easel/' }).http.publicUrl).toBe('https://api.example.com/easel');
+    for (const bad of ['ftp://x.example.com', 'https://x.example.com/?a=1', 'https://user:pw@x.example.com', 'not a url']) {
+      expect(() => readConfig({ EASEL_PUBLIC_URL: bad }), bad).toThrow(/EASEL_PUBLIC_URL must be the API's http\(s\) base URL/);
+    }
+  });
+
   it("reads npm start's grace period for turns in flight at a stop", () => {
     expect(readLocalConfig({}).shutdownGraceMs).toBe(5_000);
     expect(readLocalConfig({ EASEL_SHUTDOWN_GRACE_MS: '0' }).shutdownGraceMs).toBe(0);

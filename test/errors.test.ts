@@ -26,6 +26,7 @@ const EXPECTED: Record<ErrorCode, readonly [number, number]> = {
   not_waiting_for_input: [409, 103],
   no_timer_armed: [409, 103],
   idempotency_mismatch: [422, 101],
+  workflow_failed: [422, 100],
   payload_too_large: [413, 101],
   rate_limited: [429, 103],
   unavailable: [503, 100],

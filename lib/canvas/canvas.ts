@@ -186,6 +186,7 @@ export class Canvas {
         this.recordQuery(scope, request.query, true);
         yield event('workflow_started', { inputs: request.inputs ?? null, created_at: seconds(core) });
         if (submission) mergeValues(core, this.workflow.entryId, submission.get(this.workflow.entryId) ?? {});
+        if (request.webhookPayload) mergeValues(core, this.workflow.entryId, request.webhookPayload);
       }
       s.status = 'running';
       s.prompt = null;

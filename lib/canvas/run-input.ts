@@ -13,6 +13,11 @@ export interface RunInput {
   signal?: AbortSignal;
   /** `timeout`: the waiting forms' timer fired; they take their timeout branch. */
   command?: 'timeout' | null;
+  /**
+   * An HTTP delivery that starts the run (Begin in webhook mode): `{query, headers, body}`,
+   * Begin's outputs. Read when a pass starts, by Begin alone; ignored on a resume.
+   */
+  webhook_payload?: Record<string, unknown> | null;
 }
 
 export interface ParsedInput {
@@ -22,6 +27,7 @@ export interface ParsedInput {
   files: unknown[] | undefined;
   userId: string | undefined;
   signal: AbortSignal;
+  webhookPayload: Record<string, unknown> | undefined;
 }
 
 export const NEVER_ABORTED = new AbortController().signal;
@@ -29,7 +35,7 @@ export const NEVER_ABORTED = new AbortController().signal;
 /** Throws `InvalidRunInputError` naming the first malformed field. */
 export function parseRunInput(input: RunInput): ParsedInput {
   if (!isRecord(input as unknown)) throw new InvalidRunInputError('run_input', 'must be an object');
-  const { query, inputs, files, user_id: userId, signal, command } = input;
+  const { query, inputs, files, user_id: userId, signal, command, webhook_payload: webhookPayload } = input;
   if (command !== undefined && command !== null && command !== 'timeout') {
     throw new InvalidRunInputError('command', 'must be "timeout" (stop has its own method)');
   }
@@ -45,6 +51,9 @@ export function parseRunInput(input: RunInput): ParsedInput {
   if (userId !== undefined && userId !== null && typeof userId !== 'string') {
     throw new InvalidRunInputError('user_id', 'must be a string');
   }
+  if (webhookPayload !== undefined && webhookPayload !== null && !isRecord(webhookPayload)) {
+    throw new InvalidRunInputError('webhook_payload', 'must be an object ({query, headers, body})');
+  }
   return {
     timeout: command === 'timeout',
     query: query === null || query === undefined || query === '' ? undefined : query,
@@ -52,5 +61,6 @@ export function parseRunInput(input: RunInput): ParsedInput {
     files: files ?? undefined,
     userId: userId || undefined,
     signal: signal ?? NEVER_ABORTED,
+    webhookPayload: webhookPayload ?? undefined,
   };
 }

@@ -119,9 +119,10 @@ async function dispatch(argv: readonly string[], io: Io): Promise<number> {
     case 'workflows create': {
       const [file] = args(1, 'a file (or - for stdin)');
       const body = await workflowFile(file as string, values, io);
-      const created = await client(values, io).json<{ id: string; name: string; version: number }>('POST', '/workflows/v1/workflows', body);
+      const created = await client(values, io).json<{ id: string; name: string; version: number; webhook_url?: string }>('POST', '/workflows/v1/workflows', body);
       if (values.json) return json(io, created);
       info(`Created workflow ${created.id} "${created.name}" (version ${created.version}).`);
+      if (created.webhook_url) info(`Webhook: ${created.webhook_url}`);
       out(created.id);
       return 0;
     }

@@ -8,6 +8,8 @@
  *   execute key + run token   that run, and nothing else: its turns, its events, its files
  *   execute key + end-user    that user's runs of the workflows the token names: list, read,
  *     token                   resume; start runs that are the user's; upload the user's files
+ *   webhook delivery          no key: its Begin's credentials (lib/webhooks/delivery.ts) let it
+ *                             start a run that is the tenant's alone (`webhookRun`)
  *
  * Anything an execute key may not reach answers exactly as if it did not exist (404), so a key
  * learns nothing about runs that are not its own. The RAGFlow and OpenAI-compatible routes carry
@@ -90,6 +92,14 @@ export function actorOf(p: Principal): Actor {
   if (p.endUser) return { kind: 'end_user', id: p.endUser.id, key_id: p.keyId };
   if (p.runId) return { kind: 'run_token', id: p.keyId };
   return { kind: 'execute_key', id: p.keyId };
+}
+
+/**
+ * A run a webhook delivery starts: nobody's (admin keys alone reach it), its turns acted by the
+ * webhook, and its idempotency keys (delivery ids) bound to that webhook.
+ */
+export function webhookRun(webhookId: string): { principal: string; actor: Actor; runUserId: null } {
+  return { principal: `webhook:${webhookId}`, actor: { kind: 'webhook', id: webhookId }, runUserId: null };
 }
 
 /** Who an upload belongs to: the run of the run token, the end user, or nobody yet (bare key: a file token is answered). */

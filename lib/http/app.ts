@@ -26,6 +26,7 @@ import { registerKeyRoutes } from './routes/keys';
 import { registerRunRoutes } from './routes/runs';
 import { secretRoutes } from './routes/secrets';
 import { registerWorkflowRoutes } from './routes/workflows';
+import { webhookRoutes } from './routes/webhooks';
 import { registerRagflowRoutes } from './ragflow';
 import { registerPlayground } from './playground';
 
@@ -85,6 +86,11 @@ export interface AppDeps {
    * socket's under npm start, the event's `requestContext` on Lambda. @default none known
    */
   clientAddress?: (c: Context) => string | undefined;
+  /**
+   * The API's public base URL (EASEL_PUBLIC_URL, no trailing slash) that webhook URLs are built
+   * on; absent: they are shown as paths on this server. @default none
+   */
+  publicUrl?: string;
 }
 
 export type AppEnv = { Variables: { principal: Principal } };
@@ -115,6 +121,8 @@ export function createApp(deps: AppDeps): App {
   app.get('/health', (c) => c.json({ status: 'ok' }));
   // the playground page (no auth: its API calls carry the key) and CORS, before auth runs
   registerPlayground(app, deps);
+  // deliveries authenticate as their Begin says, not with an API key: before the key middleware
+  app.route('/', webhookRoutes(deps));
 
   const jsonBodyLimit = bodyLimit({
     maxSize: limits.maxBodyBytes,

@@ -35,6 +35,7 @@ export function appDeps(runtime: Runtime): AppDeps {
     maxDslNodes: config.http.maxDslNodes,
     maxFileBytes: config.http.maxFileBytes,
     corsOrigins: config.http.corsOrigins,
+    ...(config.http.publicUrl ? { publicUrl: config.http.publicUrl } : {}),
     frameAncestors: config.http.frameAncestors,
     // on Lambda; npm start replaces it with the socket's (lib/local/app.ts)
     clientAddress: forwardedFor(lambdaSourceIp, config.http.trustedProxyHops),

@@ -28,6 +28,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   payload_too_large: 413,
   invalid_inputs: 422,
   idempotency_mismatch: 422,
+  workflow_failed: 422,
   rate_limited: 429,
   unavailable: 503,
   // not answers for clients: if one gets this far, it is a defect, logged and answered 500

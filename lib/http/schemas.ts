@@ -38,6 +38,7 @@ export const Workflow = z
     latest_version: z.number().int(),
     created_at: z.string(),
     updated_at: z.string(),
+    webhook_url: z.string().optional().openapi({ description: 'Admin keys, when the active version\u2019s Begin is in webhook mode: where deliveries go (built on EASEL_PUBLIC_URL)' }),
   })
   .openapi('Workflow');
 

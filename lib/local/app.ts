@@ -36,6 +36,8 @@ export interface LocalApp {
   closeQueue(): void;
   /** Fires the form timers that are due. */
   pump(): ReturnType<typeof pumpDueTimers>;
+  /** Webhook URLs are built on `url` (the server's, once it listens) unless EASEL_PUBLIC_URL says otherwise. */
+  defaultPublicUrl(url: string): void;
 }
 
 /** Errors to stderr, `[easel] message {fields}`; the app's info lines are not printed. */
@@ -76,6 +78,9 @@ export function buildLocalApp(config: EaselConfig, options: { logger?: Logger; l
     queueIdle: async () => queue?.idle(),
     closeQueue: () => queue?.close((body) => giveBackClaim(runtime.store, body)),
     pump: () => pumpDueTimers(runtime.engine, 100, log),
+    defaultPublicUrl: (url) => {
+      deps.publicUrl ??= url;
+    },
   };
 }
 

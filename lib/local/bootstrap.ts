@@ -16,7 +16,9 @@ import { EaselError } from '../errors';
 import { findApiKey, hashSecret, putApiKey } from '../store/api-keys';
 import { ConditionFailed, type StoreContext } from '../store/dynamo';
 import { NotFoundError } from '../store/errors';
+import { ensureWebhook } from '../store/webhooks';
 import { addVersion, createWorkflow, getVersion, getWorkflow } from '../store/workflows';
+import { webhookBegins } from '../webhooks/credentials';
 
 /** The one tenant of a local server; the same across restarts. */
 export const LOCAL_TENANT = 'local';
@@ -126,9 +128,17 @@ export async function loadExamples(
     } catch (error) {
       throw new LocalSetupError(`example ${e.id} is not a valid workflow: ${(error as Error).message}`);
     }
+    // an example is stored as its file says: a webhook credential would stay in the DSL
+    if (webhookBegins(e.dsl).some((b) => JSON.stringify(b.params.security ?? {}).match(/"(token_value|password|secret|token_ref|password_ref|secret_ref)"/))) {
+      throw new LocalSetupError(`example ${e.id} carries a webhook credential: an example webhook may only be anonymous (security.allow_anonymous); import one with credentials through the API`);
+    }
   }
   const out: { id: string; name: string; action: ExampleAction }[] = [];
-  for (const e of examples) out.push({ id: e.id, name: e.name, action: await loadExample(store, e) });
+  for (const e of examples) {
+    const action = await loadExample(store, e);
+    if (action !== 'deleted' && webhookBegins(e.dsl).length > 0) await ensureWebhook(store, LOCAL_TENANT, e.id);
+    out.push({ id: e.id, name: e.name, action });
+  }
   return out;
 }
 

@@ -108,7 +108,7 @@ async function main(): Promise<number> {
     const endpoint = config.store.endpoint ?? (ddb = await startDynamoDbLocal(inMemory ? { inMemory: true } : { dataDir: LOCAL_DATA_DIR })).endpoint;
     const dbStarted = Date.now();
     // async and queued turns run in this process, through the same handler as the Lambda worker
-    const { app, runtime, queueIdle: idle, closeQueue: close, pump: pumpTimers } = buildLocalApp({ ...config, store: { ...config.store, endpoint } }, { lifecycle: shutdown.lifecycle });
+    const { app, runtime, queueIdle: idle, closeQueue: close, pump: pumpTimers, defaultPublicUrl } = buildLocalApp({ ...config, store: { ...config.store, endpoint } }, { lifecycle: shutdown.lifecycle });
     queueIdle = idle;
     closeQueue = close;
     await ensureTable(runtime.dynamo, config.store.table);
@@ -135,6 +135,7 @@ async function main(): Promise<number> {
       server?.once('error', failed).listen(port, HOST, () => done());
     });
     const url = `http://${HOST}:${(server.address() as AddressInfo).port}`;
+    defaultPublicUrl(url);
     const where = ddb ? `DynamoDB Local at ${endpoint} (${inMemory ? 'in memory: nothing is kept' : `data in ${LOCAL_DATA_DIR}`})` : `${endpoint} (EASEL_DYNAMODB_ENDPOINT)`;
     const shownKey = envKey ? '$EASEL_API_KEY' : secret;
     console.log(`Easel is listening on ${url}`);

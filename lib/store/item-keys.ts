@@ -29,6 +29,9 @@ export const keys = {
   /** Runs started by one execute key (`key:<id>`) or client address (`addr:<a>`), one item a minute. */
   quotaRuns: (tenant: string, scope: string) => `T#${tenant}#QR#${scope}`,
   quotaMinute: (minute: number) => `M#${minute}`,
+  /** A workflow's webhook (store/webhooks.ts), by its opaque id and by the workflow's id. */
+  webhook: (hookId: string) => `HOOK#${hookId}`,
+  webhookOfWorkflow: (workflowId: string) => `HOOKWF#${workflowId}`,
   /** gsi1: workflows of a tenant; sessions of a workflow. */
   workflowList: (tenant: string) => `T#${tenant}#WF`,
   sessionList: (tenant: string, workflowId: string) => `T#${tenant}#W#${workflowId}#S`,

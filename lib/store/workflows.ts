@@ -29,6 +29,8 @@ export interface Workflow {
   deleted: boolean;
   createdAt: string;
   updatedAt: string;
+  /** Its webhook's opaque id, once a version in webhook mode was imported (store/webhooks.ts). */
+  webhookId?: string;
 }
 
 /** The category a workflow has unless it says otherwise (RAGFlow's). */
@@ -326,5 +328,6 @@ function toWorkflow(item: Record<string, unknown>): Workflow {
     deleted: item.deleted === true,
     createdAt: item.created_at as string,
     updatedAt: item.updated_at as string,
+    ...(typeof item.webhook_id === 'string' ? { webhookId: item.webhook_id } : {}),
   };
 }

@@ -43,6 +43,8 @@ export const QueueMessage = z
         command: z.enum(['stop']).optional(),
         files: z.array(z.unknown()).optional(),
         user_id: z.string().optional(),
+        /** A webhook delivery that starts the run (its turn is claimed: lib/http/routes/webhooks.ts). */
+        webhook_payload: z.record(z.string(), z.unknown()).optional(),
       })
       .default({}),
     idempotency_key: z.string().regex(/^[A-Za-z0-9_.:-]{1,255}$/).optional(),

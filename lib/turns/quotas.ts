@@ -55,7 +55,9 @@ export type QuotaLimitName =
   | 'user_turns_per_minute'
   | 'user_tokens_per_day'
   | 'runs_per_key_per_minute'
-  | 'runs_per_address_per_minute';
+  | 'runs_per_address_per_minute'
+  /** A webhook's own `rate_limit` (Begin's security settings; lib/webhooks/delivery.ts). */
+  | 'webhook_rate_limit';
 
 /** A budget is spent: `limit` names it, `retryAfter` (seconds) says when its window ends. */
 export class RateLimitedError extends EaselError {

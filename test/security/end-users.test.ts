@@ -492,3 +492,69 @@ describe('deleting an end user', () => {
     expect((await send(api.adminKey, 'DELETE', '/workflows/v1/end-users/nobody-at-all')).json).toEqual({ runs_deleted: 0, files_deleted: 0 });
   });
 });
+
+describe('webhook deliveries', () => {
+  /** The webhook routes of the route table: each is tried below. */
+  const WEBHOOK_ROUTES = ['POST /workflows/v1/webhooks/{hook}', 'POST /api/v1/agents/{agent}/webhook'];
+
+  it('are every webhook route of the table', () => {
+    expect(ROUTES.filter((r) => /\/webhooks?\b/.test(r.path) && !r.path.endsWith('webhook-secret')).map((r) => `${r.method} ${r.path}`)).toEqual(WEBHOOK_ROUTES);
+  });
+
+  it('take no API key for credentials, and start runs that only admin keys reach', async () => {
+    const hookToken = `hook-${hex(32)}`;
+    const created = await send(api.adminKey, 'POST', '/workflows/v1/workflows', {
+      name: 'orders in',
+      dsl: graph({
+        begin: ['Begin', { mode: 'Webhook', methods: ['POST'], execution_mode: 'Streaming', security: { auth_type: 'token', token: { token_header: 'X-Hook-Token', token_value: hookToken } }, schema: { body: { properties: { order: { type: 'string' } }, required: ['order'] } } }, ['Message:Got']],
+        'Message:Got': ['Message', { content: ['got {begin@body.order}'] }],
+      }),
+    });
+    const hookWf = created.json.id as string;
+    const hookPath = String(created.json.webhook_url).replace(/^https?:\/\/[^/]+/, '');
+    const key = (await send(api.adminKey, 'POST', '/workflows/v1/keys', { name: 'orders page', scope: 'execute', workflow_ids: [hookWf] })).json.key as string;
+    // a visitor with a run of their own on the workflow, and an end user it is open to
+    const own = await send(key, 'POST', `/workflows/v1/workflows/${hookWf}/execute`, { run_input: {} });
+    expect(own.status).toBe(200);
+    const runToken = { 'easel-run-token': String(own.headers['easel-run-token']) };
+    const carol = endUserToken(embed, { sub: 'carol', workflows: [hookWf] });
+    const asCarol = { 'easel-end-user-token': carol };
+
+    const deliver = async (path: string, headers: Record<string, string>) => {
+      const res = await client.send({ method: 'POST', path, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ order: 'o-1' }) });
+      expect(contractViolation('public', res), path).toBeNull();
+      return res;
+    };
+    for (const path of [hookPath, `/api/v1/agents/${hookWf}/webhook`]) {
+      // API keys, run tokens and end-user tokens are no webhook credentials
+      for (const headers of [{ authorization: `Bearer ${api.adminKey}` }, { authorization: `Bearer ${key}`, ...runToken }, { authorization: `Bearer ${key}.${carol}` }, { authorization: `Bearer ${key}`, ...asCarol }]) {
+        const refused = await deliver(path, headers);
+        expect(refused.status, `${path} ${JSON.stringify(headers)}`).toBe(401);
+      }
+    }
+    // a delivery sent with carol's token beside the webhook's does not make the run hers
+    const started = await deliver(hookPath, { 'x-hook-token': hookToken, authorization: `Bearer ${key}`, ...asCarol });
+    expect(started.status).toBe(200);
+    const run = started.json.run_id as string;
+
+    for (const [who, auth, headers] of [['visitor', key, runToken], ['carol', key, asCarol]] as [string, string, Record<string, string>][]) {
+      const theirs = await send(auth, 'GET', `/workflows/v1/workflow-runs/${run}`, undefined, headers);
+      const missing = hex(32);
+      const none = await send(auth, 'GET', `/workflows/v1/workflow-runs/${missing}`, undefined, headers);
+      expect(theirs.status, who).toBe(404);
+      expect(comparable(theirs, run)).toEqual(comparable(none, missing));
+      expect((await send(auth, 'GET', `/workflows/v1/workflow-runs/${run}/turns`, undefined, headers)).status).toBe(404);
+      expect((await send(auth, 'POST', `/workflows/v1/workflows/${hookWf}/execute`, { run_id: run, run_input: { query: 'x' } }, headers)).status).toBe(404);
+    }
+    const listed = await send(key, 'GET', `/workflows/v1/workflow-runs?workflow_id=${hookWf}`, undefined, asCarol);
+    expect(listed.json.items.map((r: { run_id: string }) => r.run_id)).not.toContain(run);
+    const sessions = await send(`${key}.${carol}`, 'GET', `/api/v1/agents/${hookWf}/sessions`);
+    expect(sessions.json.data.map((s: { id: string }) => s.id)).not.toContain(run);
+    expect((await send(`${key}.${carol}`, 'GET', `/api/v1/agents/${hookWf}/sessions/${run}`)).json.code).toBe(102);
+
+    // the admin key reaches it; its turn names the webhook
+    const turns = await send(api.adminKey, 'GET', `/workflows/v1/workflow-runs/${run}/turns`);
+    expect(turns.json.items[0].request.actor).toEqual({ kind: 'webhook', id: hookPath.split('/').pop() });
+    expect((await send(api.adminKey, 'GET', `/workflows/v1/workflow-runs?workflow_id=${hookWf}`)).json.items.map((r: { run_id: string }) => r.run_id)).toContain(run);
+  });
+});

@@ -64,6 +64,7 @@ const SHAPES: Record<string, () => string> = {
   sname: () => `S_${hex(8)}`,
   emb: () => `emb_${hex(16)}`,
   user: () => `user-${hex(8)}`,
+  hook: () => `wh_${hex(32)}`,
 };
 /** Missing ids of a given shape come from a PRNG seeded like the generators. */
 let prng = SEED >>> 0;
@@ -481,7 +482,7 @@ interface Spec {
   body: Body;
 }
 const bodies = new Map(ROUTES.map((r) => [r, bodyFor(r)]));
-const POOL_OF: Record<string, string> = { wf: 'wf', run: 'run', file: 'file', key: 'key', agent: 'agent', sid: 'session', sname: 'sname', emb: 'emb', user: 'user' };
+const POOL_OF: Record<string, string> = { wf: 'wf', run: 'run', file: 'file', key: 'key', agent: 'agent', sid: 'session', sname: 'sname', emb: 'emb', user: 'user', hook: 'hook' };
 const validUpload = fc
   .record({ filename: fc.constantFrom('a.txt', 'notes.json', 'x.bin'), type: fc.constantFrom('text/plain', 'application/json', 'application/octet-stream'), content: fc.string({ maxLength: 200 }) })
   .map((p): Body => {
@@ -666,7 +667,8 @@ async function send(s: Spec, figures: Figures): Promise<void> {
     return;
   }
   figures.requests++;
-  const api: Api = path.startsWith('/api/v1/') ? 'ragflow' : s.route.api;
+  // a public route under /api/v1 (RAGFlow's webhook path) answers no API key and no envelope
+  const api: Api = path.startsWith('/api/v1/') && s.route.api !== 'public' ? 'ragflow' : s.route.api;
   figures.statuses[`${api} ${res.status}`] = (figures.statuses[`${api} ${res.status}`] ?? 0) + 1;
   const routeFigures = (figures.perRoute[`${s.route.method} ${s.route.path}`] ??= {});
   const outcome = api === 'ragflow' && typeof res.json?.code === 'number' ? `${res.status}/${res.json.code}` : String(res.status);

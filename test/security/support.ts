@@ -90,7 +90,7 @@ export type Api = 'public' | 'native' | 'ragflow';
 
 export interface Route {
   method: string;
-  /** Placeholders: {wf} {run} {n} {file} {key} {agent} {sid} {sname} (a tenant secret's name) {emb} (an embed secret's id) {user} (an end user's id) {cid} (a component's id) {mid} (a message id) */
+  /** Placeholders: {wf} {run} {n} {file} {key} {agent} {sid} {sname} (a tenant secret's name) {emb} (an embed secret's id) {user} (an end user's id) {cid} (a component's id) {mid} (a message id) {hook} (a webhook's id) */
   path: string;
   api: Api;
   /** Answers with the admin scope only. */
@@ -106,6 +106,9 @@ export const ROUTES: readonly Route[] = [
   { method: 'GET', path: '/playground/{wf}', api: 'public' },
   { method: 'GET', path: '/playground/assets/app.js', api: 'public' },
   { method: 'GET', path: '/playground/assets/app.css', api: 'public' },
+  // no API key: a delivery authenticates as its Begin says (end-users.test.ts, "webhook deliveries")
+  { method: 'POST', path: '/workflows/v1/webhooks/{hook}', api: 'public' },
+  { method: 'POST', path: '/api/v1/agents/{agent}/webhook', api: 'public' },
   { method: 'POST', path: '/workflows/v1/workflows', api: 'native', admin: true },
   { method: 'GET', path: '/workflows/v1/workflows', api: 'native' },
   { method: 'GET', path: '/workflows/v1/workflows/{wf}', api: 'native' },

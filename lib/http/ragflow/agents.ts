@@ -4,10 +4,12 @@
  * stay on the version they started on. Answers follow RAGFlow's `agent_api.py`.
  */
 import { randomUUID } from 'node:crypto';
-import { addVersion, createWorkflow, DEFAULT_CANVAS_CATEGORY, deleteWorkflow, getWorkflow, updateWorkflow, workflowRecords } from '../../store/workflows';
+import { DEFAULT_CANVAS_CATEGORY, deleteWorkflow, getWorkflow, updateWorkflow, workflowRecords } from '../../store/workflows';
+import { addImportedVersion, createImportedWorkflow } from '../../webhooks/import';
 import { mayReachWorkflow } from '../access';
 import type { AppDeps } from '../app';
 import type { Principal } from '../auth';
+import { webhookFields } from '../routes/webhooks';
 import { checkTitleFree, detailsOf, parseDsl, titleOf } from './agent-input';
 import { agentFilters, filterAgents } from './agent-list';
 import { agentRow, agentView } from './agent-view';
@@ -44,13 +46,13 @@ export function agentRoutes(deps: AppDeps) {
     const details = detailsOf(req);
     const category = details.canvasCategory ?? DEFAULT_CANVAS_CATEGORY;
     checkTitleFree(title, category, await workflowRecords(store, principal.tenant));
-    const created = await createWorkflow(store, { tenant: principal.tenant, id: randomUUID().replaceAll('-', ''), name: title, ...details, canvasCategory: category, dsl });
-    return success(c, await agentView(store, created));
+    const created = await createImportedWorkflow(deps, { tenant: principal.tenant, id: randomUUID().replaceAll('-', ''), name: title, ...details, canvasCategory: category, dsl });
+    return success(c, { ...(await agentView(store, created)), ...(await webhookFields(deps, created.tenant, created, false)) });
   }));
 
   app.get('/:id', guard(async (c) => {
     const w = await reachableAgent(c, deps, param(c, 'id'), () => new RagflowError(RAGFLOW.data, 'canvas not found.'));
-    return success(c, await agentView(store, w));
+    return success(c, { ...(await agentView(store, w)), ...(await webhookFields(deps, w.tenant, w, false)) });
   }));
 
   app.put('/:id', guard(async (c) => {
@@ -62,7 +64,7 @@ export function agentRoutes(deps: AppDeps) {
     const title = titleOf(req);
     const details = detailsOf(req);
     if (title !== undefined) checkTitleFree(title, details.canvasCategory ?? current.canvasCategory, await workflowRecords(store, principal.tenant), current.id);
-    if (dsl) await addVersion(store, principal.tenant, current.id, dsl, true);
+    if (dsl) await addImportedVersion(deps, principal.tenant, current.id, dsl, true);
     if (title !== undefined || Object.keys(details).length > 0) await updateWorkflow(store, principal.tenant, current.id, { ...(title !== undefined ? { name: title } : {}), ...details });
     const updated = await getWorkflow(store, principal.tenant, current.id);
     return success(c, { update_time: Date.parse(updated.updatedAt) });

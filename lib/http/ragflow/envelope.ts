@@ -33,6 +33,7 @@ export const RAGFLOW_BY_CODE: Readonly<Record<ErrorCode, RagflowFailureCode>> = 
   payload_too_large: RAGFLOW.argument,
   invalid_inputs: RAGFLOW.argument,
   idempotency_mismatch: RAGFLOW.argument,
+  workflow_failed: RAGFLOW.exception,
   rate_limited: RAGFLOW.operation,
   unavailable: RAGFLOW.exception,
   invalid_state: RAGFLOW.exception,

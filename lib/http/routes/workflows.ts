@@ -1,12 +1,14 @@
-/** Workflows and their versions. Every DSL is compiled (validated) before it is stored. */
+/**
+ * Workflows and their versions. Every DSL is compiled (validated) before it is stored, its
+ * webhook credentials moved into the tenant's secrets (lib/webhooks/import.ts). A workflow in
+ * webhook mode shows admin keys its `webhook_url`.
+ */
 import { randomBytes } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
 import { compileWorkflow } from '../../canvas';
 import { templateFields } from '../../canvas/template-file';
 import {
   activateVersion,
-  addVersion,
-  createWorkflow,
   deleteWorkflow,
   getWorkflow,
   listVersions,
@@ -15,11 +17,13 @@ import {
 } from '../../store/workflows';
 import { NotFoundError } from '../../store/errors';
 import { keys } from '../../store/item-keys';
+import { addImportedVersion, createImportedWorkflow } from '../../webhooks/import';
 import type { App, AppDeps } from '../app';
-import { requireAdmin, requireWorkflow } from '../auth';
+import { type Principal, requireAdmin, requireWorkflow } from '../auth';
 import { HttpError } from '../errors';
 import { decodeCursor, encodeCursor } from '../cursor';
 import { CreateVersion, CreateWorkflow, Cursor, ErrorSchema, Limit, Page, Workflow, WORKFLOW_ID } from '../schemas';
+import { webhookFields } from './webhooks';
 
 const json = <S extends z.ZodType>(schema: S, description: string) => ({ description, content: { 'application/json': { schema } } });
 const errors = { 400: json(ErrorSchema, 'invalid request or DSL'), 404: json(ErrorSchema, 'not found') };
@@ -42,6 +46,7 @@ export function workflowView(w: StoredWorkflow) {
 
 export function registerWorkflowRoutes(app: App, deps: AppDeps): void {
   const { store, registry } = deps.engine;
+  const view = async (principal: Principal, w: StoredWorkflow) => ({ ...workflowView(w), ...(await webhookFields(deps, principal.tenant, w, principal.scope === 'admin')) });
   const live = async (tenant: string, id: string) => {
     const w = await getWorkflow(store, tenant, id);
     if (w.deleted) throw new NotFoundError('workflow');
@@ -64,7 +69,7 @@ export function registerWorkflowRoutes(app: App, deps: AppDeps): void {
       const name = body.name ?? template.title;
       if (!name) throw new HttpError('invalid_request', 'name is required (or the title of a RAGFlow template file)', { field: 'name' });
       compileWorkflow(body.dsl, registry, { maxComponents: deps.maxDslNodes ?? 500 });
-      const created = await createWorkflow(store, {
+      const created = await createImportedWorkflow(deps, {
         tenant: principal.tenant,
         id: `wf_${randomBytes(8).toString('hex')}`,
         name,
@@ -73,7 +78,7 @@ export function registerWorkflowRoutes(app: App, deps: AppDeps): void {
         ...(body.canvas_category ? { canvasCategory: body.canvas_category } : {}),
         dsl: body.dsl,
       });
-      return c.json(workflowView(created), 201);
+      return c.json(await view(principal, created), 201);
     },
   );
 
@@ -102,7 +107,7 @@ export function registerWorkflowRoutes(app: App, deps: AppDeps): void {
       const principal = c.get('principal');
       const { id } = c.req.valid('param');
       requireWorkflow(principal, id);
-      return c.json(workflowView(await live(principal.tenant, id)), 200);
+      return c.json(await view(principal, await live(principal.tenant, id)), 200);
     },
   );
 
@@ -121,7 +126,7 @@ export function registerWorkflowRoutes(app: App, deps: AppDeps): void {
       const body = c.req.valid('json');
       await live(principal.tenant, id);
       compileWorkflow(body.dsl, registry, { maxComponents: deps.maxDslNodes ?? 500 });
-      const version = await addVersion(store, principal.tenant, id, body.dsl, body.activate);
+      const version = await addImportedVersion(deps, principal.tenant, id, body.dsl, body.activate);
       const after = await getWorkflow(store, principal.tenant, id);
       return c.json({ version, active_version: after.activeVersion }, 201);
     },
@@ -159,7 +164,7 @@ export function registerWorkflowRoutes(app: App, deps: AppDeps): void {
       const { id, n } = c.req.valid('param');
       await live(principal.tenant, id);
       await activateVersion(store, principal.tenant, id, n);
-      return c.json(workflowView(await getWorkflow(store, principal.tenant, id)), 200);
+      return c.json(await view(principal, await getWorkflow(store, principal.tenant, id)), 200);
     },
   );
 
