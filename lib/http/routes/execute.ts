@@ -7,14 +7,14 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { CanvasEvent } from '../../canvas';
 import { SsrfGuard, urlRefusal } from '../../outbound/ssrf';
-import { releaseClaim } from '../../store/sessions';
-import { claimNextTurn, executeTurn, newRunId, type TurnRequest, type TurnResult } from '../../turns/execute';
+import { executeTurn, newRunId, type TurnRequest, type TurnResult } from '../../turns/execute';
 import type { QueueMessage } from '../../turns/queue';
 import type { App, AppDeps, HttpLimits } from '../app';
 import { derivedRunId, keyHashOf } from '../../turns/turn-keys';
 import { actorOf, checkRunRequest, fileAccess, idempotencyPrincipal, newRunUser, runAuthorizer } from '../access';
 import { requireWorkflow, RUN_TOKEN_HEADER } from '../auth';
 import { errorResponse, HttpError, INTERNAL_ERROR } from '../errors';
+import { queueTurn } from '../queued-turns';
 import { ErrorSchema, ExecuteBody, IDEMPOTENCY_KEY, TurnResponseSchema, WORKFLOW_ID } from '../schemas';
 import { feedStream, frame, SSE_HEADERS, startStreamedTurn } from '../sse';
 
@@ -103,34 +103,13 @@ export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimit
  * in a worker that receives the claim with the message. 202 names the turn in flight.
  */
 async function asyncTurn(deps: AppDeps, request: TurnRequest, callbackUrl: string | undefined, limits: HttpLimits): Promise<Response> {
-  if (!deps.enqueue) throw new HttpError('invalid_request', 'asynchronous turns are not configured here (no turn queue)');
-  const begun = await claimNextTurn(deps.engine, request, { leaseMs: deps.asyncLeaseMs ?? 20 * 60_000, waitForSameKey: false, async: true });
-  if ('replay' in begun) return new Response(capped(begun.replay.body, limits.maxResponseBytes), { status: 200, headers: { 'content-type': 'application/json' } });
-  const inFlight = 'running' in begun
-    ? begun.running
-    : { runId: begun.prepared.head.id, turn: begun.claim.turn };
-  if (!('running' in begun)) {
-    const { head } = begun.prepared;
-    try {
-      await deps.enqueue({
-        tenant: request.tenant,
-        workflow_id: request.workflowId,
-        run_id: head.id,
-        turn_number: head.turn,
-        run_input: queueInput(request),
-        ...(request.idempotencyKey ? { idempotency_key: request.idempotencyKey } : {}),
-        ...(callbackUrl ? { callback_url: callbackUrl } : {}),
-        ...(request.actor ? { actor: request.actor } : {}),
-        claim: { token: begun.claim.token, turn: begun.claim.turn },
-        ...(request.actor ? { actor: request.actor } : {}),
-      });
-    } catch (error) {
-      await releaseClaim(deps.engine.store, head, begun.claim).catch(() => undefined);
-      // what the queue said is for the logs: it may name infrastructure
-      deps.logger?.error('the turn could not be queued', { error: error instanceof Error ? error.message : String(error) });
-      throw new HttpError('unavailable', 'the turn could not be queued; nothing was started');
-    }
-  }
+  const queued = await queueTurn(deps, request, {
+    run_input: queueInput(request),
+    ...(request.idempotencyKey ? { idempotency_key: request.idempotencyKey } : {}),
+    ...(callbackUrl ? { callback_url: callbackUrl } : {}),
+  });
+  if ('replay' in queued) return new Response(capped(queued.replay.body, limits.maxResponseBytes), { status: 200, headers: { 'content-type': 'application/json' } });
+  const inFlight = 'running' in queued ? queued.running : queued.queued;
   return new Response(JSON.stringify({ run_id: inFlight.runId, turn_number: inFlight.turn, status: 'running' }), {
     status: 202,
     headers: { 'content-type': 'application/json', location: `/workflows/v1/workflow-runs/${inFlight.runId}` },

@@ -21,10 +21,9 @@ import { OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { WEBHOOK_METHODS, type WebhookConfig } from '../../components/webhook-params';
 import { NotFoundError } from '../../store/errors';
-import { releaseClaim } from '../../store/sessions';
 import { ensureWebhook, getWebhook, type Webhook, WEBHOOK_ID, webhookOfWorkflow } from '../../store/webhooks';
 import type { Workflow as StoredWorkflow } from '../../store/workflows';
-import { claimNextTurn, compiledVersion, executeTurn, type TurnRequest } from '../../turns/execute';
+import { compiledVersion, executeTurn, type TurnRequest } from '../../turns/execute';
 import { resolveWorkflow } from '../../turns/compiled';
 import { acceptedAnswer, finalAnswer, type WebhookAnswer, WorkflowFailedError } from '../../webhooks/answer';
 import { WebhookCredentials } from '../../webhooks/credentials';
@@ -32,6 +31,7 @@ import { authenticate, bodyLimitOf, checkAddress, checkMethod, type Delivery, De
 import { webhookRun } from '../access';
 import type { AppDeps, AppEnv } from '../app';
 import { HttpError, validationHook } from '../errors';
+import { queueTurn } from '../queued-turns';
 import { ErrorSchema, WORKFLOW_ID } from '../schemas';
 
 export const WEBHOOKS_PATH = '/workflows/v1/webhooks';
@@ -104,26 +104,9 @@ export function webhookRoutes(deps: AppDeps): OpenAPIHono<AppEnv> {
   /** The turn is claimed now and run by the worker; a redelivery finds it claimed (or committed) and queues nothing. */
   const accepted = async (request: TurnRequest, answer: (run: { runId: string; turn: number }) => WebhookAnswer): Promise<WebhookAnswer> => {
     if (!deps.enqueue) throw new HttpError('unavailable', 'no turn queue is configured here: an "Immediately" webhook cannot run');
-    const begun = await claimNextTurn(engine, request, { leaseMs: deps.asyncLeaseMs ?? 20 * 60_000, waitForSameKey: false, async: true });
-    if ('replay' in begun) return answer({ runId: begun.replay.response.run_id, turn: begun.replay.response.turn_number });
-    if ('running' in begun) return answer(begun.running);
-    const { head } = begun.prepared;
-    try {
-      await deps.enqueue({
-        tenant: request.tenant,
-        workflow_id: request.workflowId,
-        run_id: head.id,
-        turn_number: head.turn,
-        run_input: { webhook_payload: request.runInput?.webhook_payload ?? {} },
-        claim: { token: begun.claim.token, turn: begun.claim.turn },
-        ...(request.actor ? { actor: request.actor } : {}),
-      });
-    } catch (error) {
-      await releaseClaim(engine.store, head, begun.claim).catch(() => undefined);
-      deps.logger?.error('the webhook run could not be queued', { error: error instanceof Error ? error.message : String(error) });
-      throw new HttpError('unavailable', 'the run could not be queued; nothing was started');
-    }
-    return answer({ runId: head.id, turn: begun.claim.turn });
+    const queued = await queueTurn(deps, request, { run_input: { webhook_payload: request.runInput?.webhook_payload ?? {} } });
+    if ('replay' in queued) return answer({ runId: queued.replay.response.run_id, turn: queued.replay.response.turn_number });
+    return answer('running' in queued ? queued.running : queued.queued);
   };
 
   const final = async (request: TurnRequest, config: Parameters<typeof finalAnswer>[0]): Promise<WebhookAnswer> => {
