@@ -137,6 +137,20 @@ interface Probe {
   headers?: Record<string, string>;
 }
 
+/** RAGFlow's agent routes beyond conversing, probed alike by every caller (A.session is set by then). */
+function agentRouteProbes(): Probe[] {
+  return [
+    { method: 'GET', path: '/api/v1/agents?id={id}' },
+    { method: 'PUT', path: '/api/v1/agents/{id}/tags', body: () => ({ tags: ['taken'] }) },
+    { method: 'DELETE', path: `/api/v1/agents/{id}/sessions/${A.session}` },
+    { method: 'GET', path: '/api/v1/agents/{id}/versions' },
+    { method: 'GET', path: '/api/v1/agents/{id}/versions/1' },
+    { method: 'POST', path: '/api/v1/agents/{id}/reset' },
+    { method: 'GET', path: '/api/v1/agents/{id}/components/begin/input-form' },
+    { method: 'GET', path: `/api/v1/agents/{id}/logs/${hex(32)}` },
+  ];
+}
+
 /**
  * B's answer for A's id must equal B's answer for a missing id of the same shape. Returns both
  * (for further checks).
@@ -243,14 +257,7 @@ describe('another tenant', () => {
       { method: 'POST', path: '/api/v1/agents/{id}/completions', body: () => ({ question: 'x' }) },
       { method: 'POST', path: '/api/v1/agents_openai/{id}/chat/completions', body: () => ({ model: 'm', messages: [{ role: 'user', content: 'x' }] }) },
       { method: 'POST', path: '/api/v1/agents_openai/{id}/chat/completions', body: () => ({ model: 'm', stream: true, messages: [{ role: 'user', content: 'x' }] }) },
-      { method: 'GET', path: '/api/v1/agents?id={id}' },
-      { method: 'PUT', path: '/api/v1/agents/{id}/tags', body: () => ({ tags: ['taken'] }) },
-      { method: 'DELETE', path: `/api/v1/agents/{id}/sessions/${A.session}` },
-      { method: 'GET', path: '/api/v1/agents/{id}/versions' },
-      { method: 'GET', path: '/api/v1/agents/{id}/versions/1' },
-      { method: 'POST', path: '/api/v1/agents/{id}/reset' },
-      { method: 'GET', path: '/api/v1/agents/{id}/components/begin/input-form' },
-      { method: 'GET', path: `/api/v1/agents/{id}/logs/${hex(32)}` },
+      ...agentRouteProbes(),
     ];
     for (const id of [A.agent, A.wf]) for (const probe of agentProbes) await indistinguishable(B.admin, probe, id);
 
@@ -370,14 +377,7 @@ describe('an execute key', () => {
       { method: 'POST', path: '/api/v1/agents/{id}/completions', body: () => ({ question: 'x', stream: false }) },
       { method: 'POST', path: '/api/v1/agents/chat/completions', body: (id) => ({ agent_id: id, question: 'x', stream: false }) },
       { method: 'POST', path: '/api/v1/agents_openai/{id}/chat/completions', body: () => ({ model: 'm', messages: [{ role: 'user', content: 'x' }] }) },
-      { method: 'GET', path: '/api/v1/agents?id={id}' },
-      { method: 'PUT', path: '/api/v1/agents/{id}/tags', body: () => ({ tags: ['taken'] }) },
-      { method: 'DELETE', path: `/api/v1/agents/{id}/sessions/${A.session}` },
-      { method: 'GET', path: '/api/v1/agents/{id}/versions' },
-      { method: 'GET', path: '/api/v1/agents/{id}/versions/1' },
-      { method: 'POST', path: '/api/v1/agents/{id}/reset' },
-      { method: 'GET', path: '/api/v1/agents/{id}/components/begin/input-form' },
-      { method: 'GET', path: `/api/v1/agents/{id}/logs/${hex(32)}` },
+      ...agentRouteProbes(),
     ];
     for (const id of [A.wf2, A.agent]) for (const probe of probes) await indistinguishable(probe.path.startsWith('/api/') ? A.endUser : A.execute, probe, id);
     const runProbes: Probe[] = [
