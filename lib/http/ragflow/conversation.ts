@@ -8,13 +8,12 @@ import { NotWaitingForInputError, type CanvasEvent, type RunInput } from '../../
 import { isRecord } from '../../canvas/references';
 import { NotFoundError } from '../../store/errors';
 import type { SessionHead } from '../../store/sessions';
-import { getWorkflow } from '../../store/workflows';
 import { executeTurn, newRunId, type TurnRequest, type TurnResult } from '../../turns/execute';
 import { derivedRunId, keyHashOf } from '../../turns/turn-keys';
 import { actorOf, fileAccess, idempotencyPrincipal, newRunUser, runAuthorizer } from '../access';
 import type { AppDeps } from '../app';
-import { IDEMPOTENCY_KEY, WORKFLOW_ID } from '../schemas';
-import type { RagflowEnv } from './context';
+import { IDEMPOTENCY_KEY } from '../schemas';
+import { type RagflowEnv, reachableAgent } from './context';
 import { RAGFLOW, RagflowError } from './envelope';
 
 export interface Conversation {
@@ -46,17 +45,7 @@ export function idempotencyKeyOf(c: Context): string | undefined {
 /** The turn a request stands for; the agent must be the key's. */
 export async function conversation(c: Context<RagflowEnv>, deps: AppDeps, agentId: string, fields: ConversationFields): Promise<Conversation> {
   const principal = c.get('principal');
-  const denied = new RagflowError(RAGFLOW.data, `You don't own the agent ${agentId}`);
-  if (principal.scope !== 'admin' && !principal.workflowIds.includes(agentId)) throw denied;
-  if (principal.endUser && !principal.endUser.workflowIds.includes(agentId)) throw denied;
-  // no workflow has an id of another shape; one too long for a DynamoDB key must not reach it
-  if (!WORKFLOW_ID.safeParse(agentId).success) throw denied;
-  try {
-    if ((await getWorkflow(deps.engine.store, principal.tenant, agentId)).deleted) throw denied;
-  } catch (error) {
-    if (error instanceof NotFoundError) throw denied;
-    throw error;
-  }
+  await reachableAgent(c, deps, agentId, () => new RagflowError(RAGFLOW.data, `You don't own the agent ${agentId}`));
   if (fields.sessionId !== undefined && !/^[0-9a-f]{32}$/.test(fields.sessionId)) throw new RagflowError(RAGFLOW.data, 'Session not found!');
   const idempotencyKey = idempotencyKeyOf(c);
   const runInput = runInputOf(fields);
