@@ -7,13 +7,13 @@
  * workflow, a stale turn, usage).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createInProcessQueue } from '../../lib/local/in-process-queue';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
 import { processBatch } from '../../lib/turns/queue';
@@ -110,6 +110,7 @@ describe('easel chat', () => {
   it('uploads a file given as a path, and stops with code 1 when the input ends inside a form', async () => {
     const wf = await createWorkflow('All fields', ALL_FIELDS);
     const dir = mkdtempSync(join(tmpdir(), 'easel-cli-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const path = join(dir, 'lamp.txt');
     writeFileSync(path, 'flicker flicker');
     const answers = ['report', 'Broken lamp', 'It flickers.', '2', '3', '0.25', '', 'y', '{"tag": "lights"}', join(dir, 'missing.txt'), path, ''];
@@ -158,6 +159,7 @@ describe('easel run and workflows list', () => {
 
   it('creates a workflow from a RAGFlow template file as it ships, with its English title', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'easel-template-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'feedback.json');
     writeFileSync(file, JSON.stringify({ id: 11, title: { en: 'Feedback dispatcher', zh: '客户反馈' }, description: { en: 'Routes feedback.' }, canvas_type: 'Customer Support', dsl: fixture('form-intake') }));
     const created = await easel(['workflows', 'create', file]);

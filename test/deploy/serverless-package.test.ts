@@ -7,7 +7,7 @@
  * bundles every function).
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -33,6 +33,9 @@ interface Packaged {
 /** Packages into a fresh directory with a clean environment: no credentials, no EASEL_* settings. */
 async function packageService(params: Record<string, string> = {}): Promise<Packaged> {
   const dir = await mkdtemp(join(tmpdir(), 'easel-package-'));
+  // the bundler's work directories go inside it too, so removing it leaves nothing behind
+  const scratch = join(dir, 'tmp');
+  await mkdir(scratch);
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) {
     if (!/^(AWS_|EASEL_|POWERTOOLS_)/.test(name)) env[name] = value;
@@ -42,6 +45,7 @@ async function packageService(params: Record<string, string> = {}): Promise<Pack
     AWS_CONFIG_FILE: join(dir, 'no-aws-config'),
     AWS_SHARED_CREDENTIALS_FILE: join(dir, 'no-aws-credentials'),
     SLS_TELEMETRY_DISABLED: '1',
+    TMPDIR: scratch,
   });
   const args = ['serverless', 'package', '--package', dir, ...Object.entries(params).map(([k, v]) => `--param=${k}=${v}`)];
   await run('npx', args, { cwd: root, env, timeout: 60_000, maxBuffer: 10 * 1024 * 1024 });

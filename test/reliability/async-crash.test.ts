@@ -11,9 +11,9 @@
  * waits for what the workers print, never for a fixed time.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { build } from 'esbuild';
@@ -65,6 +65,7 @@ beforeAll(async () => {
   api = await serveApp(engine, { enqueue: async (message) => void queued.push(message) });
 });
 afterAll(async () => {
+  if (bundle) rmSync(dirname(bundle), { recursive: true, force: true });
   await api.close();
   await model.close();
 });

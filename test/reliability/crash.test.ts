@@ -10,10 +10,10 @@
  * machine is. The only wall-clock element is where the kills land, which is the point.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -57,6 +57,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
+  if (bundle) rmSync(dirname(bundle), { recursive: true, force: true });
   await model.close();
   await target.close();
 });
