@@ -85,6 +85,8 @@ async function packageService(dir: string, out: string): Promise<void> {
     if (!skip.has(entry)) await cp(join(root, entry), join(service, entry), { recursive: true });
   }
   await symlink(join(root, 'node_modules'), join(service, 'node_modules'), 'dir');
+  const scratch = join(dir, 'tmp');
+  await mkdir(scratch);
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) if (!/^(AWS_|EASEL_|POWERTOOLS_)/.test(name)) env[name] = value;
   Object.assign(env, {
@@ -92,6 +94,8 @@ async function packageService(dir: string, out: string): Promise<void> {
     AWS_CONFIG_FILE: join(dir, 'no-aws-config'),
     AWS_SHARED_CREDENTIALS_FILE: join(dir, 'no-aws-credentials'),
     SLS_TELEMETRY_DISABLED: '1',
+    // the bundler's work folders go inside `dir`, removed with it
+    TMPDIR: scratch,
   });
   await run('npx', ['serverless', 'package', '--package', out], { cwd: service, env, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 });
 }
