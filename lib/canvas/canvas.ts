@@ -142,7 +142,8 @@ export class Canvas {
   get isTerminal(): boolean {
     const s = this.core.state.status;
     if (s === 'cancelled' || s === 'aborted_looping_risk') return true;
-    return (s === 'completed' || s === 'failed') && this.mode === 'task';
+    // RAGFlow runs every message from Begin again, whatever the mode: its task runs never finish
+    return (s === 'completed' || s === 'failed') && this.mode === 'task' && this.core.beginRules === 'native';
   }
 
   /** The state as JSON-ready data. Valid between turns only. */

@@ -230,7 +230,9 @@ const DISPATCHER = resolve(CORPUS, 'agent/templates/customer_feedback_dispatcher
  */
 function classify(body: RecordedRequest['body']): string {
   const prompt = body.messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join('\n');
-  const review = String(body.messages.at(-1)?.content ?? '').toLowerCase();
+  // the conversation comes as `USER: "..." | ASSISTANT: "..." | USER: "<latest>"`: judge the latest
+  const last = String(body.messages.at(-1)?.content ?? '');
+  const review = ([...last.matchAll(/USER: "([^"]*)"/g)].at(-1)?.[1] ?? last).toLowerCase();
   if (prompt.includes('Positive review') && prompt.includes('Negative review')) {
     return /love|great|excellent|perfect/.test(review) ? 'Positive review' : 'Negative review';
   }
@@ -258,6 +260,14 @@ describe.skipIf(!existsSync(DISPATCHER))('customer_feedback_dispatcher, asked pl
       expect(viaRagflow.json.data.data.content).toMatch(new RegExp(`Final review category is: \\s*${category}`));
       const viaOpenai = await openai.chat.completions.create({ model: 'any', messages: [{ role: 'user', content: review }] });
       expect(viaOpenai.choices[0]?.message.content).toMatch(new RegExp(`Final review category is: \\s*${category}`));
+    }
+    // a task-mode agent takes another review in the same session, as RAGFlow runs every message from Begin
+    const session = (await rf('POST', `/agents/${agentId}/sessions`, {})).json.data.id as string;
+    for (const { review, category } of reviews) {
+      const asked = await rf('POST', '/agents/chat/completions', { agent_id: agentId, session_id: session, query: review, stream: true });
+      const text = streamedText(asked.text);
+      expect(text).toContain(`Customer's original review: ${review}`);
+      expect(text).toMatch(new RegExp(`Final review category is: \\s*${category}`));
     }
     // a stranger's key reaches none of it
     const stranger = await api.addKey(newTenant(), 'admin');
