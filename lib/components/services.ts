@@ -1,12 +1,14 @@
 /**
  * What components that call out need from their host, handed to the Canvas as
  * `options.services` and never serialized: the model resolver, the outbound HTTP guard,
- * secrets by name, the tools Agents may call, and the run's uploaded files. Each accessor fails
+ * secrets by name, the tools Agents may call, the run's uploaded files and its tenant's
+ * knowledge bases. Each accessor fails
  * with a clear component error when the host gave none (tools fall back to the Agent's own
  * registry).
  */
 import type { ComponentContext } from '../canvas/component';
 import { ComponentError } from '../canvas/errors';
+import type { RunKnowledge } from '../knowledge/types';
 import type { ModelResolver } from '../llm/models';
 import type { SsrfGuard } from '../outbound/ssrf';
 import type { ToolRegistry } from '../tools/registry';
@@ -26,6 +28,8 @@ export interface ComponentServices {
   files?: RunFiles;
   /** Caps on what one model call is shown; DEFAULT_ATTACHMENT_LIMITS for those not given. */
   attachmentLimits?: Partial<AttachmentLimits>;
+  /** The run's tenant's knowledge bases, for Retrieval (lib/knowledge). */
+  knowledge?: RunKnowledge;
 }
 
 /**
@@ -74,6 +78,12 @@ export function filesOf(ctx: ComponentContext): RunFiles {
   const files = (ctx.services as ComponentServices).files;
   if (!files) throw new ComponentError('uploaded files cannot be read in this run');
   return files;
+}
+
+export function knowledgeOf(ctx: ComponentContext): RunKnowledge {
+  const knowledge = (ctx.services as ComponentServices).knowledge;
+  if (!knowledge) throw new ComponentError('knowledge bases are not configured for this run');
+  return knowledge;
 }
 
 export function toolsOf(ctx: ComponentContext): ToolRegistry | undefined {
