@@ -2,9 +2,8 @@
  * What components that call out need from their host, handed to the Canvas as
  * `options.services` and never serialized: the model resolver, the outbound HTTP guard,
  * secrets by name, the tools Agents may call, the run's uploaded files and its tenant's
- * knowledge bases. Each accessor fails
- * with a clear component error when the host gave none (tools fall back to the Agent's own
- * registry).
+ * knowledge bases. Each accessor fails with a clear component error when the host gave none
+ * (tools fall back to the Agent's own registry).
  */
 import type { ComponentContext } from '../canvas/component';
 import { ComponentError } from '../canvas/errors';
