@@ -57,11 +57,11 @@ const CHUNK_ID_KEY = 'x-amz-bedrock-kb-chunk-id';
 const SOURCE_URI_KEY = 'x-amz-bedrock-kb-source-uri';
 const MAX_QUOTED = 300;
 
-type Sdk = typeof import('@aws-sdk/client-bedrock-agent-runtime');
+type Sdk = typeof import('./bedrock-sdk');
 let sdk: Promise<Sdk> | undefined;
 
 function loadSdk(): Promise<Sdk> {
-  sdk ??= import('@aws-sdk/client-bedrock-agent-runtime').catch((error: unknown) => {
+  sdk ??= import('./bedrock-sdk').catch((error: unknown) => {
     sdk = undefined; // a failed load is tried again on the next call
     throw error;
   });
