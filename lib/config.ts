@@ -81,12 +81,21 @@ export interface SecretsConfig {
   operatorForTenants: Record<string, string[]>;
 }
 
+/** Where `bedrock` knowledge bases are searched (lib/knowledge/bedrock.ts). */
+export interface BedrockKnowledgeConfig {
+  /** The region of knowledge bases whose settings name none: the deployment's (AWS_REGION), else EASEL_BEDROCK_REGION. @default us-east-1 */
+  region: string;
+  /** A Bedrock Agent Runtime endpoint for every region (EASEL_BEDROCK_AGENT_ENDPOINT): VPC endpoints, proxies, tests. */
+  endpoint?: string;
+}
+
 export interface EaselConfig {
   store: StoreConfig;
   queue: QueueConfig;
   http: HttpConfig;
   secrets: SecretsConfig;
   llm: LlmSettings;
+  bedrockKnowledge: BedrockKnowledgeConfig;
   /** Hosts and CIDRs tenant URLs may reach despite the SSRF guard. */
   ssrfAllow: string[];
   stepBudgetTurn: number;
@@ -333,6 +342,12 @@ export function readConfig(env: Env = process.env): EaselConfig {
     problems.push('EASEL_LLM_DEFAULT_MODEL must name a model (e.g. openai:gpt-4o-mini) when EASEL_LLM_BASE_URL is set');
   }
   problems.push(...checkLlmSettings(llm));
+  const agentEndpoint = get('EASEL_BEDROCK_AGENT_ENDPOINT');
+  if (agentEndpoint !== undefined && !/^https?:\/\/[^\s]+$/.test(agentEndpoint)) problems.push('EASEL_BEDROCK_AGENT_ENDPOINT must be an http(s) URL');
+  const bedrockKnowledge: BedrockKnowledgeConfig = {
+    region: get('AWS_REGION') ?? get('EASEL_BEDROCK_REGION') ?? 'us-east-1',
+    ...(agentEndpoint ? { endpoint: agentEndpoint } : {}),
+  };
 
   let ssrfAllow: string[] = [];
   try {
@@ -399,6 +414,7 @@ export function readConfig(env: Env = process.env): EaselConfig {
     },
     secrets,
     llm,
+    bedrockKnowledge,
     ssrfAllow,
     stepBudgetTurn: integer('EASEL_STEP_BUDGET_TURN', DEFAULT_STEP_BUDGET_TURN, 1, 1_000_000),
     stepBudgetRun: integer('EASEL_STEP_BUDGET_RUN', DEFAULT_STEP_BUDGET_RUN, 1, 10_000_000),

@@ -53,6 +53,16 @@ describe('readConfig', () => {
     expect(() => readLocalConfig({ EASEL_SHUTDOWN_GRACE_MS: 'soon' })).toThrow(/EASEL_SHUTDOWN_GRACE_MS must be an integer from 0 to 3600000, got "soon"/);
   });
 
+  it('searches Bedrock knowledge bases in the deployment\'s region unless they name one, at an endpoint override if set', () => {
+    expect(readConfig({}).bedrockKnowledge).toEqual({ region: 'us-east-1' });
+    expect(readConfig({ EASEL_BEDROCK_REGION: 'us-west-2' }).bedrockKnowledge).toEqual({ region: 'us-west-2' });
+    expect(readConfig({ AWS_REGION: 'eu-west-1', EASEL_BEDROCK_REGION: 'us-west-2', EASEL_BEDROCK_AGENT_ENDPOINT: 'https://vpce-0abc.bedrock-agent-runtime.eu-west-1.vpce.amazonaws.com' }).bedrockKnowledge).toEqual({
+      region: 'eu-west-1',
+      endpoint: 'https://vpce-0abc.bedrock-agent-runtime.eu-west-1.vpce.amazonaws.com',
+    });
+    expect(() => readConfig({ EASEL_BEDROCK_AGENT_ENDPOINT: 'bedrock.local' })).toThrow(/EASEL_BEDROCK_AGENT_ENDPOINT must be an http\(s\) URL/);
+  });
+
   it('reports every problem together, naming the variable', () => {
     let error: unknown;
     try {

@@ -72,8 +72,8 @@ const TABLE_ARN = { 'Fn::GetAtt': ['Table', 'Arn'] };
 const INDEX_ARN = { 'Fn::Join': ['/', [TABLE_ARN, 'index', '*']] };
 const STREAM_ARN = { 'Fn::GetAtt': ['Table', 'StreamArn'] };
 
-/** Our modules bundled into an entry point (every import, static or dynamic), repository-relative. */
-async function modulesOf(entry: string): Promise<string[]> {
+/** What esbuild bundles into an entry point, our modules repository-relative and packages left external. */
+async function metafileOf(entry: string): Promise<Metafile> {
   const { metafile } = await build({
     entryPoints: [join(root, entry)],
     absWorkingDir: root,
@@ -87,8 +87,26 @@ async function modulesOf(entry: string): Promise<string[]> {
     outdir: join(root, '.probe-out'),
     logLevel: 'silent',
   });
-  return Object.keys((metafile as Metafile).inputs).sort();
+  return metafile as Metafile;
 }
+
+/** Our modules bundled into an entry point (every import, static or dynamic). */
+const modulesOf = (metafile: Metafile): string[] => Object.keys(metafile.inputs).sort();
+
+/** Our modules that loading `entry` evaluates: reached from it by static imports only (not `import()`). */
+function loadedAtInit(metafile: Metafile, entry: string): string[] {
+  const seen = new Set([entry]);
+  for (const module of seen) {
+    for (const i of metafile.inputs[module]?.imports ?? []) if (!i.external && i.kind !== 'dynamic-import') seen.add(i.path);
+  }
+  return [...seen];
+}
+
+const importsPackage = (metafile: Metafile, module: string, pkg: string) =>
+  (metafile.inputs[module]?.imports ?? []).some((i) => i.path === pkg || i.path.startsWith(`${pkg}/`));
+
+/** SDK clients a turn rarely needs: imported when first used, so no cold start initialises them. */
+const LAZY_PACKAGES = ['@aws-sdk/client-bedrock-agent-runtime'];
 
 /**
  * The DynamoDB IAM actions lib/store sends, from its `new XCommand(` calls (only in `files`
@@ -168,11 +186,15 @@ const actionsIn = (statements: any[]) => [...new Set(statements.flatMap((s) => [
 let plain: Packaged;
 let withSsm: Packaged;
 const bundled = {} as Record<FunctionName, string[]>;
+const metafiles = {} as Record<FunctionName, Metafile>;
 
 beforeAll(async () => {
   plain = await packageService();
   withSsm = await packageService({ EASEL_LLM_API_KEY_PARAMETER: '/easel/llm-api-key', SSM_KMS_KEY_ARN: 'arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab' });
-  for (const name of NAMES) bundled[name] = await modulesOf(FUNCTIONS[name].entry);
+  for (const name of NAMES) {
+    metafiles[name] = await metafileOf(FUNCTIONS[name].entry);
+    bundled[name] = modulesOf(metafiles[name]);
+  }
 }, 120_000);
 
 afterAll(async () => {
@@ -278,21 +300,25 @@ describe('serverless package', () => {
     } else expect(onStream).toEqual([]);
   });
 
-  it('grants models and SSM only to the functions that run turns, and SSM (and KMS) only when parameters are configured', () => {
+  it('grants models, knowledge bases and SSM only to the functions that run turns, and SSM (and KMS) only when parameters are configured', () => {
     const runsTurns = NAMES.filter((name) => bundled[name].includes('lib/turns/execute.ts'));
     // the pump runs a timer's turn: the form's timeout branch may call a model
     expect(runsTurns).toEqual(['http', 'httpStream', 'queueWorker', 'pump']);
     for (const name of NAMES) {
       const bedrock = granted(plain.template, name, 'bedrock:');
       if (runsTurns.includes(name)) {
-        expect(bedrock).toEqual([{
-          Effect: 'Allow',
-          Action: ['bedrock:InvokeModelWithResponseStream'],
-          Resource: [
-            { 'Fn::Sub': 'arn:${AWS::Partition}:bedrock:*::foundation-model/*' },
-            { 'Fn::Sub': 'arn:${AWS::Partition}:bedrock:*:${AWS::AccountId}:inference-profile/*' },
-          ],
-        }]);
+        expect(bedrock).toEqual([
+          {
+            Effect: 'Allow',
+            Action: ['bedrock:InvokeModelWithResponseStream'],
+            Resource: [
+              { 'Fn::Sub': 'arn:${AWS::Partition}:bedrock:*::foundation-model/*' },
+              { 'Fn::Sub': 'arn:${AWS::Partition}:bedrock:*:${AWS::AccountId}:inference-profile/*' },
+            ],
+          },
+          // the account's knowledge bases only (the `bedrock` knowledge backend), never another's
+          { Effect: 'Allow', Action: ['bedrock:Retrieve'], Resource: [{ 'Fn::Sub': 'arn:${AWS::Partition}:bedrock:*:${AWS::AccountId}:knowledge-base/*' }] },
+        ]);
       } else expect(bedrock).toEqual([]);
       expect(granted(plain.template, name, 'ssm:')).toEqual([]);
       expect(granted(plain.template, name, 'kms:')).toEqual([]);
@@ -345,6 +371,12 @@ describe('serverless package', () => {
     expect((await readFile(join(plain.dir, 'http.zip'))).includes('functions/http.js')).toBe(true);
     expect((await readFile(join(plain.dir, 'httpStream.zip'))).includes('functions/http-stream.js')).toBe(true);
     expect((await readFile(join(plain.dir, 'queueWorker.zip'))).includes('functions/queue-worker.js')).toBe(true);
+  });
+
+  it.each(NAMES)('imports the SDK clients a turn rarely needs only on first use in %s', (name) => {
+    const atInit = loadedAtInit(metafiles[name], FUNCTIONS[name].entry);
+    expect(atInit.length).toBeGreaterThan(10); // the walk reached the function's modules
+    for (const pkg of LAZY_PACKAGES) expect(atInit.filter((module) => importsPackage(metafiles[name], module, pkg)), pkg).toEqual([]);
   });
 
   it('wires the turn queue: a dead-letter queue after five deliveries, an alarm, the worker with partial batch failures', () => {
