@@ -315,10 +315,16 @@ describe('parseDocument: pdf', () => {
     expect((await rejection(parseDocument(bytes, 'pdf'))).message).toBe(`the PDF has ${MAX_PDF_PAGES + 1} pages; at most ${MAX_PDF_PAGES} are parsed`);
   });
 
-  it('stops when the signal aborts', async () => {
+  it('stops when the signal aborts, before or while it reads', async () => {
     const bytes = await makePdf([['one'], ['two']]);
-    const controller = new AbortController();
-    controller.abort(new Error('parse stopped'));
-    await expect(parseDocument(bytes, 'pdf', { signal: controller.signal })).rejects.toThrow('parse stopped');
+    const before = new AbortController();
+    before.abort(new Error('parse stopped'));
+    await expect(parseDocument(bytes, 'pdf', { signal: before.signal })).rejects.toThrow('parse stopped');
+    const during = new AbortController();
+    const parsing = parseDocument(bytes, 'pdf', { signal: during.signal });
+    during.abort(new Error('stopped while reading'));
+    await expect(parsing).rejects.toThrow('stopped while reading');
+    // The next parse is not disturbed.
+    expect((await parseDocument(bytes, 'pdf')).sections).toHaveLength(2);
   });
 });
