@@ -1,4 +1,10 @@
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { build } from 'esbuild';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import { describe, expect, it } from 'vitest';
 import {
@@ -326,5 +332,41 @@ describe('parseDocument: pdf', () => {
     await expect(parsing).rejects.toThrow('stopped while reading');
     // The next parse is not disturbed.
     expect((await parseDocument(bytes, 'pdf')).sections).toHaveLength(2);
+  });
+});
+
+describe('parseDocument: pdf in a bundle', () => {
+  // A Lambda bundle carries PDF.js but not its optional native canvas package: parsing must
+  // still work there (PDF.js needs a DOMMatrix as it loads; see withMatrixStandIn).
+  it('reads a PDF from an esbuild bundle with no node_modules beside it', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'easel-pdf-bundle-'));
+    try {
+      const root = join(import.meta.dirname, '../..');
+      await build({
+        stdin: {
+          contents: `import { readFileSync } from 'node:fs';
+            import { parseDocument } from './lib/knowledge/parse';
+            const doc = await parseDocument(new Uint8Array(readFileSync(process.argv[2])), 'pdf');
+            process.stdout.write(JSON.stringify(doc) + '\\n' + String(globalThis.DOMMatrix));`,
+          resolveDir: root,
+          loader: 'ts',
+        },
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: 'node20',
+        outfile: join(dir, 'bundle.mjs'),
+        banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+        logLevel: 'silent',
+      });
+      await writeFile(join(dir, 'doc.pdf'), await makePdf([['Bundled page one'], ['Bundled page two']]));
+      const { stdout } = await promisify(execFile)(process.execPath, [join(dir, 'bundle.mjs'), join(dir, 'doc.pdf')], { cwd: dir, timeout: 60_000 });
+      const [json, matrix] = stdout.split('\n').slice(-2);
+      expect(JSON.parse(json!)).toEqual({ sections: [{ text: 'Bundled page one', page: 1 }, { text: 'Bundled page two', page: 2 }] });
+      // The stand-in is gone once PDF.js has loaded.
+      expect(matrix).toBe('undefined');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

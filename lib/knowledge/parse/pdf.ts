@@ -5,7 +5,8 @@
  *
  * PDF.js (~3 MB of code) is imported on the first PDF, never at module load. Its worker runs in
  * this thread: it is imported beside the library (`globalThis.pdfjsWorker`), which bundlers can
- * see, rather than by a file path at run time.
+ * see, rather than by a file path at run time. It loads in a bundle without its optional native
+ * canvas package (see withMatrixStandIn); it then logs once that rendering is unavailable.
  */
 import type { ParsedDocument } from '../types';
 import { DocumentParseError } from './errors';
@@ -19,12 +20,37 @@ function loadPdfJs(): Promise<PdfJs> {
   pdfjs ??= (async () => {
     const worker = await import('pdfjs-dist/legacy/build/pdf.worker.mjs');
     (globalThis as { pdfjsWorker?: unknown }).pdfjsWorker = worker;
-    return import('pdfjs-dist/legacy/build/pdf.mjs');
+    return withMatrixStandIn(() => import('pdfjs-dist/legacy/build/pdf.mjs'));
   })().catch((error: unknown) => {
     pdfjs = undefined;
     throw error;
   });
   return pdfjs;
+}
+
+/**
+ * PDF.js's display layer makes a `DOMMatrix` as it loads, for rendering, which we never do.
+ * Node has none; PDF.js borrows one from @napi-rs/canvas, a 30 MB native package that a Lambda
+ * bundle does not carry, and without it the import throws. A stand-in with the identity's fields
+ * lets it load, and is removed once it has, so nothing else in the process sees it.
+ */
+async function withMatrixStandIn<T>(load: () => Promise<T>): Promise<T> {
+  const global = globalThis as { DOMMatrix?: unknown };
+  if (global.DOMMatrix !== undefined) return load();
+  class IdentityMatrix {
+    a = 1;
+    b = 0;
+    c = 0;
+    d = 1;
+    e = 0;
+    f = 0;
+  }
+  global.DOMMatrix = IdentityMatrix;
+  try {
+    return await load();
+  } finally {
+    if (global.DOMMatrix === IdentityMatrix) delete global.DOMMatrix;
+  }
 }
 
 export async function parsePdf(bytes: Uint8Array, options: { signal?: AbortSignal } = {}): Promise<ParsedDocument> {
