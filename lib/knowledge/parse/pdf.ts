@@ -8,6 +8,10 @@
  * see, rather than by a file path at run time. It loads in a bundle without its optional native
  * canvas package (see withMatrixStandIn); it then logs once that rendering is unavailable.
  */
+import { existsSync } from 'node:fs';
+// Renamed: ESM bundles often declare their own `createRequire` in a banner.
+import { createRequire as requireFrom } from 'node:module';
+import { dirname, join } from 'node:path';
 import type { ParsedDocument } from '../types';
 import { DocumentParseError } from './errors';
 import { MAX_PDF_PAGES, TextBudget } from './limits';
@@ -53,6 +57,36 @@ async function withMatrixStandIn<T>(load: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Where pdfjs-dist's `cmaps/` and `standard_fonts/` are: the installed package by default. A
+ * PDF whose fonts use one of the predefined CMaps (common in Chinese, Japanese and Korean
+ * documents) has no readable text without them. A bundle that does not carry the package can
+ * ship those two folders and name their parent with setPdfResourceDirectory.
+ */
+let resourceDirectory: string | undefined | null = null;
+
+/** The folder holding pdfjs-dist's `cmaps/` and `standard_fonts/` (for bundles without the package). */
+export function setPdfResourceDirectory(directory: string): void {
+  resourceDirectory = directory;
+}
+
+function resources(): { cMapUrl?: string; cMapPacked?: boolean; standardFontDataUrl?: string } {
+  if (resourceDirectory === null) {
+    try {
+      resourceDirectory = dirname(requireFrom(import.meta.url).resolve('pdfjs-dist/package.json'));
+    } catch {
+      resourceDirectory = undefined;
+    }
+  }
+  if (resourceDirectory === undefined) return {};
+  const cmaps = join(resourceDirectory, 'cmaps');
+  const fonts = join(resourceDirectory, 'standard_fonts');
+  return {
+    ...(existsSync(cmaps) ? { cMapUrl: `${cmaps}/`, cMapPacked: true } : {}),
+    ...(existsSync(fonts) ? { standardFontDataUrl: `${fonts}/` } : {}),
+  };
+}
+
 export async function parsePdf(bytes: Uint8Array, options: { signal?: AbortSignal } = {}): Promise<ParsedDocument> {
   const { signal } = options;
   if (!isPdf(bytes)) throw new DocumentParseError('the file is not a PDF');
@@ -61,6 +95,7 @@ export async function parsePdf(bytes: Uint8Array, options: { signal?: AbortSigna
   // PDF.js takes ownership of (and detaches) the buffer it is given: hand it a copy.
   const task = getDocument({
     data: bytes.slice(),
+    ...resources(),
     isEvalSupported: false,
     disableFontFace: true,
     useSystemFonts: false,
