@@ -63,6 +63,7 @@ async function withMatrixStandIn<T>(load: () => Promise<T>): Promise<T> {
  * documents) has no readable text without them. A bundle that does not carry the package can
  * ship those two folders and name their parent with setPdfResourceDirectory.
  */
+/** `null`: not looked up yet; `undefined`: looked up and not found. */
 let resourceDirectory: string | undefined | null = null;
 
 /** The folder holding pdfjs-dist's `cmaps/` and `standard_fonts/` (for bundles without the package). */
