@@ -125,7 +125,10 @@ describe('Retrieval as an Agent tool', () => {
     // no references yet: no citation prompt in the first round
     expect(first?.messages[0]).toEqual({ role: 'system', content: 'You help with questions about the town.' });
     expect(knowledge.queries.map((q) => q.query.question)).toEqual(['bridge opened']);
-    const found = await knowledge.retrieve(knowledge.bases.slice(0, 1), { ...(knowledge.queries[0]?.query as never) }, new AbortController().signal);
+    const asked = knowledge.queries[0]?.query;
+    if (!asked) throw new Error('no search was made');
+    // the same search again, to know what the tool found
+    const found = await knowledge.retrieve(knowledge.bases.slice(0, 1), asked, new AbortController().signal);
     expect(second?.messages.at(-1)).toEqual({ role: 'tool', content: formatChunks(found.chunks), tool_call_id: expect.any(String) });
     expect(second?.messages[0]).toEqual({ role: 'system', content: `You help with questions about the town.\n\n${citationPrompt()}` });
 
