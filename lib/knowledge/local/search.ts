@@ -100,12 +100,20 @@ export function buildIndex(chunks: readonly IndexedChunk[]): LocalIndex {
     stored.push({ ...rest, important_kwd: [...rest.important_kwd], pages: [...rest.pages] });
   }
 
-  const text = new MiniSearch<IndexedDocument>(SEARCHABLE);
+  // each field is analyzed once: MiniSearch's tokenizer also counts the chunk's distinct terms
   const documentFrequency = new Map<string, number>();
+  const distinct = new Set<string>();
+  const text = new MiniSearch<IndexedDocument>({
+    ...SEARCHABLE,
+    tokenize: (field) => {
+      const found = SEARCHABLE.tokenize(field);
+      for (const term of found) distinct.add(term);
+      return found;
+    },
+  });
   stored.forEach((chunk, i) => {
-    const doc = toDocument(chunk, i);
-    text.add(doc);
-    const distinct = new Set([...SEARCHABLE.tokenize(doc.content), ...SEARCHABLE.tokenize(doc.important), ...SEARCHABLE.tokenize(doc.title)]);
+    distinct.clear();
+    text.add(toDocument(chunk, i));
     for (const term of distinct) documentFrequency.set(term, (documentFrequency.get(term) ?? 0) + 1);
   });
 
