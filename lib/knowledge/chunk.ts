@@ -240,24 +240,25 @@ export function splitToBudget(text: string, limit: number): { text: string; toke
   let rest = text;
   for (;;) {
     const cut = cutIndex(rest, limit);
-    if (cut === undefined) break;
+    if (typeof cut !== 'number') {
+      if (rest.trim() !== '') parts.push({ text: rest, tokens: cut.tokens });
+      return parts;
+    }
     const head = rest.slice(0, cut).trimEnd();
     if (head !== '') parts.push({ text: head, tokens: countTokens(head) });
     rest = rest.slice(cut).trimStart();
   }
-  if (rest.trim() !== '') parts.push({ text: rest, tokens: countTokens(rest) });
-  return parts;
 }
 
 /**
- * Where to cut `text` so its head has at most `limit` tokens; undefined when all of it fits.
+ * Where to cut `text` so its head has at most `limit` tokens, or its count when all of it fits.
  * Only a window a few times the budget is counted, so a huge piece costs linear time.
  */
-function cutIndex(text: string, limit: number): number | undefined {
+function cutIndex(text: string, limit: number): number | { tokens: number } {
   let window = Math.min(text.length, limit * 8);
   let windowTokens = countTokens(text.slice(0, window));
   while (windowTokens <= limit) {
-    if (window === text.length) return undefined;
+    if (window === text.length) return { tokens: windowTokens };
     window = Math.min(text.length, window * 2);
     windowTokens = countTokens(text.slice(0, window));
   }
