@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { coldStart, type ColdStartResult } from './cold-start';
 import { cost, type CostResult } from './cost';
 import { engineCpu, type EngineCpuResult } from './engine-cpu';
+import { knowledgeIndex, type KnowledgeIndexResult } from './knowledge';
 import { describeMachine } from './lib/machine';
 import { reportProfile } from './lib/profile';
 import { type Database, openDatabase, type Stack, startStack } from './lib/stack';
@@ -27,11 +28,11 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const args = process.argv.slice(2);
 const unknown = args.filter((a) => a !== '--quick' && !a.startsWith('--only='));
 if (unknown.length > 0) {
-  console.error(`unknown argument ${unknown.join(' ')}; usage: npm run bench [-- --quick] [-- --only=1,2,3,4,5,6]`);
+  console.error(`unknown argument ${unknown.join(' ')}; usage: npm run bench [-- --quick] [-- --only=1,2,3,4,5,6,7]`);
   process.exit(2);
 }
 const quick = args.includes('--quick');
-const only = new Set((args.find((a) => a.startsWith('--only='))?.slice(7) ?? '1,2,3,4,5,6').split(',').map(Number));
+const only = new Set((args.find((a) => a.startsWith('--only='))?.slice(7) ?? '1,2,3,4,5,6,7').split(',').map(Number));
 
 const SIZES = quick
   ? {
@@ -40,6 +41,7 @@ const SIZES = quick
       turnOverhead: { warmupSessions: 1, sessions: 3, turnsPerSession: 6 },
       writeCost: { turns: 20, keyedTurns: 4 },
       throughput: { sessions: 10, turnsPerSession: 4 },
+      knowledgeIndex: { chunks: 100, queries: 10, warmupQueries: 2, dimensions: 256 },
     }
   : {
       coldStart: { reps: 20 },
@@ -47,6 +49,8 @@ const SIZES = quick
       turnOverhead: { warmupSessions: 5, sessions: 50, turnsPerSession: 20 },
       writeCost: { turns: 200, keyedTurns: 20 },
       throughput: { sessions: 100, turnsPerSession: 20 },
+      // the local backend's limit: MAX_CHUNKS_PER_KB (lib/knowledge/limits.ts)
+      knowledgeIndex: { chunks: 20_000, queries: 300, warmupQueries: 30, dimensions: 1536 },
     };
 
 async function main(): Promise<number> {
@@ -62,6 +66,7 @@ async function main(): Promise<number> {
   let writes: WriteCostResult | undefined;
   let load: ThroughputResult | undefined;
   let dollars: CostResult | undefined;
+  let knowledge: KnowledgeIndexResult | undefined;
   let failed = false;
 
   const seconds: Record<string, number> = {};
@@ -75,9 +80,10 @@ async function main(): Promise<number> {
     }
   };
 
-  // no DynamoDB yet: nothing of ours runs beside these two
+  // no DynamoDB yet: nothing of ours runs beside these three
   if (only.has(4)) cold = await timed('4', () => coldStart(SIZES.coldStart));
   if (only.has(3)) cpu = await timed('3', () => engineCpu(SIZES.engineCpu));
+  if (only.has(7)) knowledge = await timed('7', () => knowledgeIndex(SIZES.knowledgeIndex));
 
   let db: Database | undefined;
   let stack: Stack | undefined;
@@ -130,9 +136,24 @@ async function main(): Promise<number> {
     ...(load ? { throughput_ratio: load.ratio } : {}),
     ...(dollars ? { usd_per_million_turns: dollars.usdPerMillionTurns } : {}),
     ...(dollars?.usdPerMillionTurnsWithQuotas !== undefined ? { usd_per_million_turns_with_quotas: dollars.usdPerMillionTurnsWithQuotas } : {}),
+    ...(knowledge
+      ? {
+          knowledge_chunks: knowledge.chunks,
+          knowledge_build_s: knowledge.fullText.buildMs / 1000,
+          knowledge_serialized_mb: knowledge.fullText.serializedMb,
+          knowledge_load_ms: knowledge.fullText.loadMs,
+          knowledge_query_p50_ms: knowledge.fullText.queryP50Ms,
+          knowledge_query_p95_ms: knowledge.fullText.queryP95Ms,
+          knowledge_hybrid_build_s: knowledge.hybrid.buildMs / 1000,
+          knowledge_hybrid_serialized_mb: knowledge.hybrid.serializedMb,
+          knowledge_hybrid_load_ms: knowledge.hybrid.loadMs,
+          knowledge_hybrid_query_p50_ms: knowledge.hybrid.queryP50Ms,
+          knowledge_hybrid_query_p95_ms: knowledge.hybrid.queryP95Ms,
+        }
+      : {}),
     duration_s: (performance.now() - began) / 1000,
     step_seconds: seconds,
-    details: { turnOverhead: overhead, writeCost: writes, engineCpu: cpu, coldStart: cold, throughput: load, cost: dollars },
+    details: { turnOverhead: overhead, writeCost: writes, engineCpu: cpu, coldStart: cold, throughput: load, cost: dollars, knowledgeIndex: knowledge },
   };
   const out = fileURLToPath(new URL('results.json', import.meta.url));
   writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
@@ -156,6 +177,10 @@ async function main(): Promise<number> {
     row('5. conflicts + losses', load ? load.conflicts + load.errors + load.lost : undefined, '0', (v) => v === 0),
     row('6. $ per million turns', dollars?.usdPerMillionTurns, '<= 5', (v) => v <= 5),
     row('6. $ per million turns, quotas on', dollars?.usdPerMillionTurnsWithQuotas, '', null),
+    row(`7. knowledge index load ms, ${knowledge?.chunks ?? 'N'} chunks, full text`, knowledge?.fullText.loadMs, '< 1000', (v) => v < 1000),
+    row(`7. the same with ${knowledge?.dimensions ?? 'N'}-dimension vectors`, knowledge?.hybrid.loadMs, '< 1000', (v) => v < 1000),
+    row('7. knowledge query p95 ms, full text', knowledge?.fullText.queryP95Ms, '', null),
+    row('7. knowledge query p95 ms, with vectors', knowledge?.hybrid.queryP95Ms, '', null),
   ]);
   console.log(`\nseconds per step: ${Object.entries(seconds).map(([k, v]) => `${/^\d$/.test(k) ? `measurement ${k}` : k} ${v}`).join(', ')}`);
   console.log(`wrote ${out} in ${fmt((performance.now() - began) / 1000, 1)} s`);

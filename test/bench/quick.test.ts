@@ -26,22 +26,33 @@ const KEYS = [
   'quota_extra_wru_per_turn',
   'quota_extra_rru_per_turn',
   'usd_per_million_turns_with_quotas',
+  'knowledge_build_s',
+  'knowledge_serialized_mb',
+  'knowledge_load_ms',
+  'knowledge_query_p50_ms',
+  'knowledge_query_p95_ms',
+  'knowledge_hybrid_build_s',
+  'knowledge_hybrid_serialized_mb',
+  'knowledge_hybrid_load_ms',
+  'knowledge_hybrid_query_p50_ms',
+  'knowledge_hybrid_query_p95_ms',
 ];
 
 describe('npm run bench -- --quick', () => {
   it('runs every measurement and writes bench/results.json', async () => {
     // the child inherits EASEL_DYNAMODB_ENDPOINT from the test run: no second DynamoDB Local
     const { stdout } = await run('npx', ['tsx', 'bench/run.ts', '--quick'], { cwd: root, timeout: 85_000, maxBuffer: 16 * 1024 * 1024 });
-    for (const title of ['1. Turn overhead', '2. Write cost', '3. Engine CPU', '4. Cold start', '5. Throughput', '6. Cost per million turns']) {
+    for (const title of ['1. Turn overhead', '2. Write cost', '3. Engine CPU', '4. Cold start', '5. Throughput', '6. Cost per million turns', '7. Knowledge index']) {
       expect(stdout).toContain(`## ${title}`);
     }
-    expect(stdout.match(/^method: /gm)).toHaveLength(6);
+    expect(stdout.match(/^method: /gm)).toHaveLength(7);
     const results = JSON.parse(await readFile(join(root, 'bench/results.json'), 'utf8')) as Record<string, unknown>;
     for (const key of KEYS) {
       expect(typeof results[key], key).toBe('number');
       expect(Number.isFinite(results[key]), key).toBe(true);
     }
     expect(results.round_trips_per_turn).toBeGreaterThan(0);
+    expect(results.knowledge_chunks).toBeGreaterThan(0);
     expect(typeof results.date).toBe('string');
     expect(results.machine).toMatchObject({ cpus: expect.any(Number), cpuModel: expect.any(String), node: process.version });
   }, 90_000);
