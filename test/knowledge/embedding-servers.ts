@@ -40,6 +40,9 @@ export interface RecordedEmbeddingRequest {
 
 export class OpenAiEmbeddingServer {
   readonly requests: RecordedEmbeddingRequest[] = [];
+  /** The most requests that were ever unanswered at once. */
+  maxInFlight = 0;
+  private inFlight = 0;
   private readonly queue: EmbeddingReply[] = [];
   private readonly stalled = new Set<ServerResponse>();
 
@@ -69,6 +72,9 @@ export class OpenAiEmbeddingServer {
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    res.on('close', () => this.inFlight--);
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -101,7 +107,7 @@ const INVOKE = /^\/model\/([^/]+)\/invoke$/;
 
 export class BedrockEmbeddingServer {
   readonly requests: (RecordedEmbeddingRequest & { modelId: string })[] = [];
-  /** The most requests that were ever answered-pending at once. */
+  /** The most requests that were ever unanswered at once. */
   maxInFlight = 0;
   private inFlight = 0;
   private readonly queue: EmbeddingReply[] = [];

@@ -60,7 +60,7 @@ describe('OpenAI-compatible embeddings', () => {
   const llm = (overrides: Partial<LlmSettings> = {}) => settings({ openai: { baseUrl: server.url, apiKey: KEY }, ...overrides });
 
   it('posts {model, input} with the key and answers one vector per text, in order, in bounded batches', async () => {
-    const embedder = createEmbedder('openai:text-embedding-3-small', llm(), { batchSize: 2 });
+    const embedder = createEmbedder('openai:text-embedding-3-small', llm(), { batchSize: 2, concurrency: 1 });
     expect(embedder.id).toBe('openai:text-embedding-3-small');
     expect(embedder.dimensions).toBeUndefined();
     const texts = ['alpha', 'beta', 'gamma', 'delta', 'epsilon'];
@@ -72,6 +72,15 @@ describe('OpenAI-compatible embeddings', () => {
       { model: 'text-embedding-3-small', input: ['epsilon'] },
     ]);
     expect(server.requests[0]!.headers.authorization).toBe(`Bearer ${KEY}`);
+  });
+
+  it('sends batches in parallel, at most `concurrency` at a time, and still answers in order', async () => {
+    const texts = Array.from({ length: 23 }, (_, n) => `text ${n} ${'x'.repeat(n)}`);
+    const embedder = createEmbedder('openai:m', llm(), { batchSize: 3, concurrency: 3 });
+    expect(await embedder.embed(texts, signal())).toEqual(texts.map((t) => vectorOf(t)));
+    expect(server.requests).toHaveLength(8);
+    expect(server.requests.flatMap((r) => r.body.input as string[]).sort()).toEqual([...texts].sort());
+    expect(server.maxInFlight).toBeLessThanOrEqual(3);
   });
 
   it('reads the key at call time when it is a function, and asks for the dimensions given', async () => {

@@ -34,7 +34,7 @@ export interface Embedder {
 export interface EmbedderOptions {
   /** Texts per OpenAI-compatible request (OpenAI takes up to 2048). @default 64 */
   batchSize?: number;
-  /** Bedrock calls in flight at once. @default 4 */
+  /** Requests in flight at once (batches for OpenAI-compatible servers, texts for Bedrock). @default 4 */
   concurrency?: number;
   /** Vectors of this length, for models that can shorten theirs (text-embedding-3-*, Titan v2: 256, 512, 1024). */
   dimensions?: number;
@@ -84,6 +84,7 @@ function openAiEmbedder(
   options: EmbedderOptions,
 ): Embedder {
   const url = `${endpoint.baseUrl.replace(/\/+$/, '')}/embeddings`;
+  const concurrency = Math.max(1, options.concurrency ?? DEFAULT_CONCURRENCY);
   const batchSize = Math.min(MAX_BATCH, Math.max(1, options.batchSize ?? DEFAULT_BATCH));
   const headers = async (): Promise<Record<string, string>> => {
     const key = typeof endpoint.apiKey === 'function' ? await endpoint.apiKey() : endpoint.apiKey;
@@ -135,11 +136,9 @@ function openAiEmbedder(
       return dims.known;
     },
     async embed(texts, signal) {
-      const out: number[][] = [];
-      for (let start = 0; start < texts.length; start += batchSize) {
-        out.push(...(await batch(texts.slice(start, start + batchSize), signal)));
-      }
-      return out;
+      const batches: (readonly string[])[] = [];
+      for (let start = 0; start < texts.length; start += batchSize) batches.push(texts.slice(start, start + batchSize));
+      return (await inParallel(batches, concurrency, signal, batch, id)).flat();
     },
   };
 }
@@ -226,27 +225,7 @@ function bedrockEmbedder(id: string, model: string, titan: 1 | 2, llm: LlmSettin
     get dimensions() {
       return dims.known;
     },
-    async embed(texts, signal) {
-      const out: number[][] = new Array(texts.length);
-      // the first failure stops the other calls: the whole batch fails anyway
-      const failed = new AbortController();
-      const stop = AbortSignal.any([signal, failed.signal]);
-      let next = 0;
-      const worker = async () => {
-        while (next < texts.length && !stop.aborted) {
-          const i = next++;
-          out[i] = await one(texts[i]!, stop);
-        }
-      };
-      try {
-        await Promise.all(Array.from({ length: Math.min(concurrency, texts.length) }, worker));
-      } catch (error) {
-        failed.abort();
-        throw error;
-      }
-      if (signal.aborted) throw new LlmTransientError(`${id}: the call was cancelled`);
-      return out;
-    },
+    embed: (texts, signal) => inParallel(texts, concurrency, signal, one, id),
   };
 }
 
@@ -267,6 +246,37 @@ class Dimensions {
     }
     return vector;
   }
+}
+
+/**
+ * `work` over every item, at most `concurrency` at a time, results in the items' order. The
+ * first failure stops the rest (the whole call fails anyway) and is what is thrown.
+ */
+async function inParallel<T, R>(
+  items: readonly T[],
+  concurrency: number,
+  signal: AbortSignal,
+  work: (item: T, signal: AbortSignal) => Promise<R>,
+  id: string,
+): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  const failed = new AbortController();
+  const stop = AbortSignal.any([signal, failed.signal]);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length && !stop.aborted) {
+      const i = next++;
+      out[i] = await work(items[i]!, stop);
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+  } catch (error) {
+    failed.abort();
+    throw error;
+  }
+  if (signal.aborted) throw new LlmTransientError(`${id}: the call was cancelled`);
+  return out;
 }
 
 /** One call, retried as the chat streams are: transient failures only, with backoff. */
