@@ -58,6 +58,8 @@ type StoredChunk = Omit<IndexedChunk, 'vector'>;
 interface VectorTable {
   dimensions: number;
   data: Float32Array;
+  /** 1 where the chunk has a vector. */
+  present: Uint8Array;
 }
 
 /** A chunk as MiniSearch sees it: its position in `chunks` and the searchable fields. */
@@ -113,7 +115,7 @@ export function buildIndex(chunks: readonly IndexedChunk[]): LocalIndex {
     chunks.forEach((chunk, i) => {
       if (chunk.vector && chunk.vector.length > 0) writeUnit(data, i * dimensions!, chunk.vector);
     });
-    vectors = { dimensions, data };
+    vectors = table(dimensions, data);
   }
   return state(stored, text, documentFrequency, vectors);
 }
@@ -157,7 +159,7 @@ export function deserializeIndex(text: string): LocalIndex {
     if (data.length !== parsed.chunks.length * parsed.vectors.dimensions) {
       throw new EaselError('invalid_state', 'the serialized index has vectors for a different number of chunks');
     }
-    vectors = { dimensions: parsed.vectors.dimensions, data };
+    vectors = table(parsed.vectors.dimensions, data);
   }
   return state(parsed.chunks, miniSearch, new Map(Object.entries(parsed.documentFrequency)), vectors);
 }
@@ -174,6 +176,8 @@ interface SerializedIndex {
 /** Best first; similarity semantics above; applies top_k, threshold, doc_ids, top_n/page; doc_aggs over all passing. */
 export function searchIndex(index: LocalIndex, query: RetrievalQuery, queryVector?: readonly number[]): RetrievalResult {
   const s = internals(index);
+  // as RAGFlow: no question, no retrieval (a question of stop words alone may still match by vector)
+  if (query.question.trim() === '') return { chunks: [], doc_aggs: [], total: 0 };
   const questionTerms = [...new Set(terms(query.question))];
   const allowed = query.doc_ids && query.doc_ids.length > 0 ? new Set(query.doc_ids) : undefined;
   const passes = (i: number) => !allowed || allowed.has(s.chunks[i]!.doc_id);
@@ -196,14 +200,14 @@ export function searchIndex(index: LocalIndex, query: RetrievalQuery, queryVecto
   }
 
   const vectorWeight = 1 - clamp01(query.keywords_similarity_weight);
-  const query_ = s.vectors && queryVector && queryVector.length > 0 ? unit(queryVector, s.vectors.dimensions) : undefined;
+  const questionVector = s.vectors && queryVector && queryVector.length > 0 ? unit(queryVector, s.vectors.dimensions) : undefined;
   const cosine = new Map<number, number>();
-  if (query_ && s.vectors) {
+  if (questionVector && s.vectors) {
     const all: { i: number; score: number }[] = [];
     for (let i = 0; i < s.chunks.length; i++) {
-      if (!passes(i)) continue;
-      const score = dot(query_, s.vectors.data, i * s.vectors.dimensions);
-      if (score !== 0) all.push({ i, score });
+      if (!s.vectors.present[i] || !passes(i)) continue;
+      const score = dot(questionVector, s.vectors.data, i * s.vectors.dimensions);
+      all.push({ i, score });
     }
     all.sort((a, b) => b.score - a.score);
     for (const { i, score } of all) cosine.set(i, score);
@@ -224,10 +228,9 @@ export function searchIndex(index: LocalIndex, query: RetrievalQuery, queryVecto
       });
       term = share / totalWeight;
     }
-    // chunks with no vector of their own (a failed embedding) keep their term score only
+    // as RAGFlow: a chunk without a vector of its own scores as a zero vector would (cosine 0)
     const vector = cosine.get(i) ?? 0;
-    const hybrid = query_ !== undefined && rowHasVector(s, i);
-    const similarity = hybrid ? (1 - vectorWeight) * term + vectorWeight * vector : term;
+    const similarity = questionVector ? (1 - vectorWeight) * term + vectorWeight * vector : term;
     return { i, term, vector, similarity, bm25: match?.score ?? 0 };
   });
   scored.sort((a, b) => b.similarity - a.similarity || b.bm25 - a.bm25 || a.i - b.i);
@@ -333,9 +336,17 @@ function dot(a: Float32Array, table: Float32Array, offset: number): number {
   return sum;
 }
 
-function rowHasVector(s: IndexState, i: number): boolean {
-  const v = s.vectors!;
-  const offset = i * v.dimensions;
-  for (let k = 0; k < v.dimensions; k++) if (v.data[offset + k] !== 0) return true;
-  return false;
+function table(dimensions: number, data: Float32Array): VectorTable {
+  const rows = dimensions > 0 ? data.length / dimensions : 0;
+  const present = new Uint8Array(rows);
+  for (let i = 0; i < rows; i++) {
+    const offset = i * dimensions;
+    for (let k = 0; k < dimensions; k++) {
+      if (data[offset + k] !== 0) {
+        present[i] = 1;
+        break;
+      }
+    }
+  }
+  return { dimensions, data, present };
 }
