@@ -42,7 +42,7 @@ export async function swapIndex(ctx: StoreContext, tenant: string, kbId: string,
     if (!error.item || error.item.deleting) throw new NotFoundError('knowledge base');
     return 'stale';
   }
-  if (previous && previous !== pointer.hash) await deleteIndexBlob(ctx, pk, previous);
+  if (previous && previous !== pointer.hash) await dropIndex(ctx, tenant, kbId, previous);
   return 'swapped';
 }
 
@@ -56,7 +56,12 @@ export async function readIndex(ctx: StoreContext, tenant: string, kbId: string,
   }
 }
 
-async function deleteIndexBlob(ctx: StoreContext, pk: string, hash: string): Promise<void> {
+/**
+ * Deletes an index blob nothing points at: one replaced, or one whose swap was refused. A reader
+ * that still follows an old pointer to it finds it gone and reads the pointer again.
+ */
+export async function dropIndex(ctx: StoreContext, tenant: string, kbId: string, hash: string): Promise<void> {
+  const pk = keys.knowledgeBase(tenant, kbId);
   const items = await queryAll(ctx, 'delete the old index', {
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :b)',
     ExpressionAttributeValues: { ':pk': pk, ':b': keys.blob(hash) },

@@ -32,7 +32,7 @@ import {
   type StoredDocument,
   writeChunks,
 } from '../../store/knowledge-documents';
-import { readIndex, swapIndex } from '../../store/knowledge-index';
+import { dropIndex, readIndex, swapIndex } from '../../store/knowledge-index';
 import { naiveChunk } from '../chunk';
 import { MAX_CHUNKS_PER_KB, MAX_DOCUMENT_BYTES, MAX_DOCUMENTS_PER_KB } from '../limits';
 import { DocumentParseError, documentKind, parseDocument, SUPPORTED_EXTENSIONS } from '../parse';
@@ -189,12 +189,14 @@ export class LocalBackend {
   /**
    * Builds the index from every chunk that counts and points the knowledge base at it; a rebuild
    * that a later change overtook tries again on top of it. Quietly done when the index is
-   * current already.
+   * current already, unless `repair` says its blob is lost.
    */
-  async rebuildIndex(tenant: string, kbId: string): Promise<void> {
+  async rebuildIndex(tenant: string, kbId: string, options: { repair?: boolean } = {}): Promise<void> {
     for (let attempt = 0; attempt < REBUILD_ATTEMPTS; attempt++) {
       const stored = await getKnowledgeBase(this.#store, tenant, kbId);
-      if (attempt > 0 && stored.index?.version === stored.docsVersion) return;
+      const current = stored.index?.version === stored.docsVersion;
+      // someone else's rebuild got there while ours lost
+      if (attempt > 0 && current) return;
       const { docs, chunks } = await readKnowledgeChunks(this.#store, tenant, kbId);
       const names = new Map(docs.map((d) => [d.doc.id, d.doc.name]));
       const indexed: IndexedChunk[] = chunks
@@ -212,12 +214,15 @@ export class LocalBackend {
       const index = buildIndex(indexed);
       const text = serializeIndex(index);
       const hash = createHash('sha256').update(text).digest('hex');
+      if (current && stored.index?.hash === hash && !options.repair) return;
       const pointer = { hash, version: stored.docsVersion, bytes: text.length, chunks: indexed.length, builtAt: this.#iso() };
-      if (stored.index?.hash === hash && stored.index.version === stored.docsVersion) return;
       if ((await swapIndex(this.#store, tenant, kbId, pointer, text)) === 'swapped') {
         this.#cache.set(hash, index, estimateIndexBytes(text.length));
         return;
       }
+      // overtaken: our blob is nobody's unless a later build came to the same text
+      const now = await getKnowledgeBase(this.#store, tenant, kbId);
+      if (now.index?.hash !== hash) await dropIndex(this.#store, tenant, kbId, hash);
     }
   }
 
@@ -252,7 +257,7 @@ export class LocalBackend {
       if (index) return index;
       // the blob went: replaced since the pointer was read (read it again), or lost (rebuild)
       const again = await getKnowledgeBase(this.#store, tenant, kbId);
-      if (again.index?.hash === pointer.hash) await this.rebuildIndex(tenant, kbId);
+      if (again.index?.hash === pointer.hash) await this.rebuildIndex(tenant, kbId, { repair: true });
     }
     throw new EaselError('unavailable', 'the knowledge base index kept changing while it was read; try again');
   }
