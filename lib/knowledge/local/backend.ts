@@ -33,13 +33,19 @@ import {
   writeChunks,
 } from '../../store/knowledge-documents';
 import { dropIndex, readIndex, swapIndex } from '../../store/knowledge-index';
-import { naiveChunk } from '../chunk';
 import { MAX_CHUNKS_PER_KB, MAX_DOCUMENT_BYTES, MAX_DOCUMENTS_PER_KB } from '../limits';
-import { DocumentParseError, documentKind, parseDocument, SUPPORTED_EXTENSIONS } from '../parse';
+import { DocumentParseError } from '../parse/errors';
 import type { KnowledgeBase, KnowledgeDocument, NewDocument, RetrievalQuery, RetrievalResult } from '../types';
 import { createEmbedder, type Embedder } from './embeddings';
-import { estimateIndexBytes, IndexCache } from './index-cache';
-import { buildIndex, deserializeIndex, type IndexedChunk, type LocalIndex, searchIndex, serializeIndex } from './search';
+import { estimateIndexBytes, type IndexCache } from './index-cache';
+import type { IndexedChunk, LocalIndex } from './search';
+
+// The parsers (htmlparser2, PDF.js, the tokenizer) and the index (MiniSearch) load on first use:
+// a turn that retrieves nothing never evaluates them, and one that only retrieves never parses.
+let parsing: Promise<{ parse: typeof import('../parse'); chunk: typeof import('../chunk') }> | undefined;
+const loadParsing = () => (parsing ??= Promise.all([import('../parse'), import('../chunk')]).then(([parse, chunk]) => ({ parse, chunk })));
+let searching: Promise<typeof import('./search')> | undefined;
+const loadSearch = () => (searching ??= import('./search'));
 
 type LocalKnowledgeBase = Extract<KnowledgeBase, { backend: 'local' }>;
 
@@ -91,10 +97,11 @@ export class LocalBackend {
     if (input.bytes.byteLength > MAX_DOCUMENT_BYTES) {
       throw new EaselError('payload_too_large', `file: ${input.name} is ${input.bytes.byteLength} bytes; a document may have at most ${MAX_DOCUMENT_BYTES} (${MAX_DOCUMENT_BYTES / 1024 / 1024} MiB)`);
     }
-    const kind = documentKind(input.name, input.mime_type);
+    const { parse } = await loadParsing();
+    const kind = parse.documentKind(input.name, input.mime_type);
     if (!kind) {
       const ext = /\.[^./\\]+$/.exec(input.name)?.[0]?.toLowerCase();
-      throw new EaselError('invalid_request', `unsupported document type ${ext ? `"${ext}"` : `(${input.mime_type || 'no extension'})`}; supported: ${SUPPORTED_EXTENSIONS.join(', ')}`);
+      throw new EaselError('invalid_request', `unsupported document type ${ext ? `"${ext}"` : `(${input.mime_type || 'no extension'})`}; supported: ${parse.SUPPORTED_EXTENSIONS.join(', ')}`);
     }
     const at = this.#iso();
     const mime = input.mime_type.split(';')[0]?.trim().toLowerCase() ?? '';
@@ -151,11 +158,12 @@ export class LocalBackend {
 
   /** Parses, chunks, embeds and writes the run's chunks; throws what makes the document FAIL. */
   async #chunkAndStore(tenant: string, kb: LocalKnowledgeBase, doc: StoredDocument, run: string, signal: AbortSignal): Promise<ParseOutcome> {
-    const kind = documentKind(doc.doc.name, doc.doc.mime_type);
+    const { parse, chunk } = await loadParsing();
+    const kind = parse.documentKind(doc.doc.name, doc.doc.mime_type);
     if (!kind) throw new DocumentParseError(`unsupported document type: ${doc.doc.name}`);
     const bytes = await readDocumentBytes(this.#store, tenant, doc);
-    const parsed = await parseDocument(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), kind, { signal });
-    const pieces = naiveChunk(parsed, kb.local.chunking);
+    const parsed = await parse.parseDocument(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), kind, { signal });
+    const pieces = chunk.naiveChunk(parsed, kb.local.chunking);
     if (pieces.length === 0) return { status: 'DONE', chunk_count: 0, token_count: 0, message: 'no text to index in the document' };
     const others = kb.chunk_count - doc.doc.chunk_count;
     if (others + pieces.length > MAX_CHUNKS_PER_KB) {
@@ -192,6 +200,7 @@ export class LocalBackend {
    * current already, unless `repair` says its blob is lost.
    */
   async rebuildIndex(tenant: string, kbId: string, options: { repair?: boolean } = {}): Promise<void> {
+    const { buildIndex, serializeIndex } = await loadSearch();
     for (let attempt = 0; attempt < REBUILD_ATTEMPTS; attempt++) {
       const stored = await getKnowledgeBase(this.#store, tenant, kbId);
       const current = stored.index?.version === stored.docsVersion;
@@ -230,6 +239,7 @@ export class LocalBackend {
   async search(tenant: string, kb: LocalKnowledgeBase, query: RetrievalQuery, queryVector: readonly number[] | undefined): Promise<RetrievalResult> {
     const index = await this.#currentIndex(tenant, kb.id);
     if (!index || index.size === 0) return { chunks: [], doc_aggs: [], total: 0 };
+    const { searchIndex } = await loadSearch();
     try {
       return searchIndex(index, query, queryVector);
     } catch (error) {
@@ -242,6 +252,7 @@ export class LocalBackend {
   }
 
   async #currentIndex(tenant: string, kbId: string): Promise<LocalIndex | undefined> {
+    const { deserializeIndex } = await loadSearch();
     for (let attempt = 0; attempt < 3; attempt++) {
       const stored = await getKnowledgeBase(this.#store, tenant, kbId);
       if (this.#needsRepair(stored)) {
