@@ -277,9 +277,9 @@ function cutIndex(text: string, limit: number): number | undefined {
   return niceCut(text, cut, limit);
 }
 
-/** The last line, sentence or word end in the last fifth before `cut`, if the head still fits. */
+/** The last line, sentence or word end in the last third before `cut`, if the head still fits. */
 function niceCut(text: string, cut: number, limit: number): number {
-  const from = Math.floor(cut * 0.8);
+  const from = Math.floor((cut * 2) / 3);
   const head = text.slice(from, cut);
   for (const boundary of [/\n/g, /[.!?;:。！？；](?=\s)|[。！？；]/g, /\s/g]) {
     let last = -1;
