@@ -50,7 +50,11 @@ const DIGIT = /\p{N}/u;
 const LATIN_MARKS = /(\p{Script=Latin})\p{M}+/gu;
 
 function splitWord(word: string, offset: number, out: TermSpan[], unigrams: boolean): void {
-  // Split at joiners that do not join: `.`/`,` not between digits, apostrophes not before `s`.
+  if (!JOINERS.test(word)) {
+    splitScripts(word, offset, out, unigrams);
+    return;
+  }
+  // Split at joiners that do not join: `.`/`,` not between digits, apostrophes; `'s` goes.
   let pieceStart = 0;
   for (let i = 0; i <= word.length; i++) {
     const ch = word[i];
@@ -59,23 +63,23 @@ function splitWord(word: string, offset: number, out: TermSpan[], unigrams: bool
     if (!atEnd && (ch === '.' || ch === ',') && DIGIT.test(word[i - 1] ?? '') && DIGIT.test(word[i + 1] ?? '')) continue;
     const piece = word.slice(pieceStart, i);
     if (piece !== '') splitScripts(piece, offset + pieceStart, out, unigrams);
-    if (!atEnd && (ch === "'" || ch === '’')) {
-      // `user's` → `user`; `don't` → `don`, `t` (both stop words)
-      const rest = word.slice(i + 1);
-      const possessive = /^[sS](?![\p{L}\p{M}\p{N}])/u.test(rest);
-      if (possessive) {
-        i += 2;
-        pieceStart = i + 1;
-        // the loop's i++ moves past whatever follows `'s` (a joiner or the end)
-        continue;
-      }
+    if (!atEnd && (ch === "'" || ch === '’') && POSSESSIVE.test(word.slice(i + 1))) {
+      // `user's` → `user`; the loop's i++ then moves past whatever follows the `s`
+      i += 2;
     }
     pieceStart = i + 1;
   }
 }
 
+const JOINERS = /[.,'’]/;
+const POSSESSIVE = /^[sS](?![\p{L}\p{M}\p{N}])/u;
+
 /** A piece of one word: CJK runs become bigrams, the rest one term. */
 function splitScripts(piece: string, offset: number, out: TermSpan[], unigrams: boolean): void {
+  if (!MAYBE_CJK.test(piece)) {
+    latinTerm(piece, offset, offset + piece.length, out);
+    return;
+  }
   let runStart = 0;
   let runIsCjk = CJK.test(piece[0] ?? '');
   const flush = (end: number) => {
@@ -96,6 +100,9 @@ function splitScripts(piece: string, offset: number, out: TermSpan[], unigrams: 
   }
   flush(piece.length);
 }
+
+/** Every CJK script starts past U+1100 (Hangul Jamo); most text never gets to the exact test. */
+const MAYBE_CJK = /[\u1100-\uffff]/;
 
 function cjkTerms(piece: string, start: number, end: number, offset: number, out: TermSpan[], unigrams: boolean): void {
   const chars: { text: string; at: number }[] = [];
@@ -119,10 +126,27 @@ function cjkTerms(piece: string, start: number, end: number, offset: number, out
 }
 
 function latinTerm(raw: string, start: number, end: number, out: TermSpan[]): void {
-  const normal = raw.normalize('NFKC').toLowerCase().normalize('NFD').replace(LATIN_MARKS, '$1').normalize('NFC');
-  const term = normal.replace(/^_+|_+$/g, '');
-  if (term === '' || STOP_WORDS.has(term)) return;
-  out.push({ term: stem(term), start, end });
+  let term = analyzed.get(raw);
+  if (term === undefined) {
+    term = analyze(raw);
+    // words follow Zipf's law: a small cache answers most of them
+    if (analyzed.size >= CACHE_LIMIT) analyzed.clear();
+    analyzed.set(raw, term);
+  }
+  if (term !== null) out.push({ term, start, end });
+}
+
+const CACHE_LIMIT = 100_000;
+const analyzed = new Map<string, string | null>();
+
+/** One non-CJK word as a term, or null for a stop word. */
+function analyze(raw: string): string | null {
+  const lower = /^[\x00-\x7f]*$/.test(raw)
+    ? raw.toLowerCase()
+    : raw.normalize('NFKC').toLowerCase().normalize('NFD').replace(LATIN_MARKS, '$1').normalize('NFC');
+  const term = lower.replace(/^_+|_+$/g, '');
+  if (term === '' || STOP_WORDS.has(term)) return null;
+  return stem(term);
 }
 
 /**

@@ -100,12 +100,20 @@ export function buildIndex(chunks: readonly IndexedChunk[]): LocalIndex {
     stored.push({ ...rest, important_kwd: [...rest.important_kwd], pages: [...rest.pages] });
   }
 
-  const text = new MiniSearch<IndexedDocument>(SEARCHABLE);
+  // each field is analyzed once: MiniSearch's tokenizer also counts the chunk's distinct terms
   const documentFrequency = new Map<string, number>();
+  const distinct = new Set<string>();
+  const text = new MiniSearch<IndexedDocument>({
+    ...SEARCHABLE,
+    tokenize: (field) => {
+      const found = SEARCHABLE.tokenize(field);
+      for (const term of found) distinct.add(term);
+      return found;
+    },
+  });
   stored.forEach((chunk, i) => {
-    const doc = toDocument(chunk, i);
-    text.add(doc);
-    const distinct = new Set([...SEARCHABLE.tokenize(doc.content), ...SEARCHABLE.tokenize(doc.important), ...SEARCHABLE.tokenize(doc.title)]);
+    distinct.clear();
+    text.add(toDocument(chunk, i));
     for (const term of distinct) documentFrequency.set(term, (documentFrequency.get(term) ?? 0) + 1);
   });
 
@@ -201,18 +209,16 @@ export function searchIndex(index: LocalIndex, query: RetrievalQuery, queryVecto
 
   const vectorWeight = 1 - clamp01(query.keywords_similarity_weight);
   const questionVector = s.vectors && queryVector && queryVector.length > 0 ? unit(queryVector, s.vectors.dimensions) : undefined;
-  const cosine = new Map<number, number>();
+  const cosine = new Float32Array(questionVector ? s.chunks.length : 0);
   if (questionVector && s.vectors) {
-    const all: { i: number; score: number }[] = [];
+    const eligible: number[] = [];
     for (let i = 0; i < s.chunks.length; i++) {
       if (!s.vectors.present[i] || !passes(i)) continue;
-      const score = dot(questionVector, s.vectors.data, i * s.vectors.dimensions);
-      all.push({ i, score });
+      cosine[i] = dot(questionVector, s.vectors.data, i * s.vectors.dimensions);
+      eligible.push(i);
     }
-    all.sort((a, b) => b.score - a.score);
-    for (const { i, score } of all) cosine.set(i, score);
     const inText = new Set(candidates);
-    for (const { i } of all.slice(0, topK)) if (!inText.has(i)) candidates.push(i);
+    for (const i of best(eligible, topK, (i) => cosine[i]!)) if (!inText.has(i)) candidates.push(i);
   }
 
   const weights = questionTerms.map((t) => idf(s.documentFrequency.get(t) ?? 0, s.chunks.length));
@@ -229,7 +235,7 @@ export function searchIndex(index: LocalIndex, query: RetrievalQuery, queryVecto
       term = share / totalWeight;
     }
     // as RAGFlow: a chunk without a vector of its own scores as a zero vector would (cosine 0)
-    const vector = cosine.get(i) ?? 0;
+    const vector = questionVector ? cosine[i]! : 0;
     const similarity = questionVector ? (1 - vectorWeight) * term + vectorWeight * vector : term;
     return { i, term, vector, similarity, bm25: match?.score ?? 0 };
   });
@@ -307,6 +313,40 @@ function internals(index: LocalIndex): IndexState {
 function idf(df: number, n: number): number {
   const d = Math.max(1, df);
   return Math.log(1 + (Math.max(n, d) - d + 0.5) / (d + 0.5));
+}
+
+/** The `k` items of highest score, best first (a bounded min-heap: one pass, no full sort). */
+function best(items: readonly number[], k: number, score: (item: number) => number): number[] {
+  if (k <= 0) return [];
+  const heap: number[] = [];
+  const less = (a: number, b: number) => score(a) < score(b) || (score(a) === score(b) && a > b);
+  const down = (at: number) => {
+    for (;;) {
+      const l = 2 * at + 1;
+      const r = l + 1;
+      let min = at;
+      if (l < heap.length && less(heap[l]!, heap[min]!)) min = l;
+      if (r < heap.length && less(heap[r]!, heap[min]!)) min = r;
+      if (min === at) return;
+      [heap[at], heap[min]] = [heap[min]!, heap[at]!];
+      at = min;
+    }
+  };
+  for (const item of items) {
+    if (heap.length < k) {
+      heap.push(item);
+      for (let at = heap.length - 1; at > 0; ) {
+        const parent = (at - 1) >> 1;
+        if (!less(heap[at]!, heap[parent]!)) break;
+        [heap[at], heap[parent]] = [heap[parent]!, heap[at]!];
+        at = parent;
+      }
+    } else if (less(heap[0]!, item)) {
+      heap[0] = item;
+      down(0);
+    }
+  }
+  return heap.sort((a, b) => (less(a, b) ? 1 : less(b, a) ? -1 : 0));
 }
 
 function clamp01(x: number): number {
