@@ -7,7 +7,7 @@
  */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { MissingBlobsError, readBlobs, writeBlobs } from './blobs';
-import { call, ConditionFailed, queryAll, type StoreContext } from './dynamo';
+import { call, capacityParam, ConditionFailed, queryAll, reportCapacity, type StoreContext } from './dynamo';
 import { NotFoundError } from './errors';
 import { KNOWLEDGE_BASE_SK, keys } from './item-keys';
 import type { IndexPointer } from './knowledge';
@@ -34,8 +34,10 @@ export async function swapIndex(ctx: StoreContext, tenant: string, kbId: string,
         ExpressionAttributeValues: { ':h': pointer.hash, ':v': pointer.version, ':b': pointer.bytes, ':c': pointer.chunks, ':at': pointer.builtAt },
         ReturnValues: 'UPDATED_OLD',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        ...capacityParam(ctx),
       })),
     );
+    reportCapacity(ctx, 'point at the new index', 'write', out.ConsumedCapacity);
     previous = out.Attributes?.index_hash as string | undefined;
   } catch (error) {
     if (!(error instanceof ConditionFailed)) throw error;
