@@ -231,6 +231,16 @@ export function createKnowledge(deps: KnowledgeDeps): KnowledgeAdmin {
     },
   };
 
+  /** The embedder of a knowledge base's model; one the configuration no longer serves fails the run's step. */
+  const embedderFor = (model: string) => {
+    try {
+      return local.embedder(model);
+    } catch (error) {
+      if (error instanceof EaselError && error.code === 'invalid_config') throw new ComponentError(error.message, { cause: error });
+      throw error;
+    }
+  };
+
   const runKnowledge = (tenant: string): RunKnowledge => ({
     async resolve(idsOrNames) {
       const { found, missing } = await resolveKnowledgeBases(store, tenant, idsOrNames);
@@ -250,7 +260,7 @@ export function createKnowledge(deps: KnowledgeDeps): KnowledgeAdmin {
       const models = [...new Set(locals.map((kb) => kb.local.embedding_model).filter((m): m is string => m !== undefined))];
       if (models.length > 1) throw new ComponentError('Knowledge bases use different embedding models.');
       const model = models[0];
-      const queryVector = model && query.question.trim() !== '' ? (await local.embedder(model).embed([query.question], signal))[0] : undefined;
+      const queryVector = model && query.question.trim() !== '' ? (await embedderFor(model).embed([query.question], signal))[0] : undefined;
       const results = await Promise.all(theirs.map(async (kb): Promise<RetrievalResult> => {
         if (kb.backend === 'local') {
           return local.search(tenant, kb, wide, kb.local.embedding_model ? queryVector : undefined).catch((error: unknown) => {

@@ -6,13 +6,14 @@
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ComponentError } from '../../lib/canvas/errors';
+import { ComponentError, TransientError } from '../../lib/canvas/errors';
 import { MAX_DOCUMENT_BYTES } from '../../lib/knowledge/limits';
 import { createKnowledge, FULL_TEXT_ONLY_NOTE, type KnowledgeDeps } from '../../lib/knowledge/service';
 import type { KnowledgeBase, RemoteRetriever, RetrievalQuery } from '../../lib/knowledge/types';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
 import type { StoreContext } from '../../lib/store/dynamo';
 import { NotFoundError } from '../../lib/store/errors';
+import { createDynamoClients } from '../../lib/store/setup';
 import { newTenant, testStore } from '../helpers/engine';
 import { type EmbeddingsServer, startEmbeddingsServer } from '../helpers/embeddings-server';
 
@@ -365,6 +366,18 @@ describe('the local index', () => {
     expect((await reader.retrieve([kb], query('zeppelin hangar'), signal())).chunks).toEqual([]);
     clock += 16 * 60_000;
     expect((await reader.retrieve([kb], query('zeppelin hangar'), signal())).chunks[0]!.doc_id).toBe(late.id);
+  });
+});
+
+describe('a store that does not answer', () => {
+  it('fails resolution and retrieval as transient: the turn commits nothing and is retried', async () => {
+    const { doc } = createDynamoClients({ endpoint: 'http://127.0.0.1:9' });
+    const k = knowledge({ store: { doc, table: 'nowhere' } });
+    const tenant = newTenant();
+    await expect(k.forTenant(tenant).resolve(['anything'])).rejects.toBeInstanceOf(TransientError);
+    const kb = { id: 'a'.repeat(32), tenant, name: 'x', description: '', aliases: [], document_count: 0, chunk_count: 0, token_count: 0, created_at: '', updated_at: '', backend: 'local', local: { chunking: { chunk_token_num: 512, delimiter: '\n', overlapped_percent: 0 } } } as KnowledgeBase;
+    await expect(k.forTenant(tenant).retrieve([kb], query('x'), signal())).rejects.toBeInstanceOf(TransientError);
+    doc.destroy();
   });
 });
 
