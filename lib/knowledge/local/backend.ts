@@ -16,7 +16,7 @@ import { EaselError } from '../../errors';
 import { LlmError, LlmTransientError } from '../../llm/errors';
 import type { LlmSettings } from '../../llm/models';
 import type { StoreContext } from '../../store/dynamo';
-import { StoreUnavailableError } from '../../store/errors';
+import { NotFoundError, StoreUnavailableError } from '../../store/errors';
 import { getKnowledgeBase, type StoredKnowledgeBase } from '../../store/knowledge';
 import {
   finishParse,
@@ -126,18 +126,29 @@ export class LocalBackend {
 
   /**
    * Parses the documents one after another, each ending DONE or FAIL (a failure stops none of
-   * the others), then rebuilds the index once. Answers the documents as they ended.
+   * the others), then rebuilds the index once. Answers the documents as they ended (one deleted
+   * meanwhile is left out).
    */
   async parse(tenant: string, kb: LocalKnowledgeBase, docs: readonly StoredDocument[], signal: AbortSignal): Promise<KnowledgeDocument[]> {
     const out: KnowledgeDocument[] = [];
-    for (const stored of docs) out.push(await this.#parseOne(tenant, kb, stored, signal));
+    for (const stored of docs) {
+      const parsed = await this.#parseOne(tenant, kb, stored, signal);
+      if (parsed) out.push(parsed);
+    }
     await this.rebuildIndex(tenant, kb.id);
     return out;
   }
 
-  async #parseOne(tenant: string, kb: LocalKnowledgeBase, stored: StoredDocument, signal: AbortSignal): Promise<KnowledgeDocument> {
+  /** One document, DONE or FAIL; undefined when it was deleted meanwhile. */
+  async #parseOne(tenant: string, kb: LocalKnowledgeBase, stored: StoredDocument, signal: AbortSignal): Promise<KnowledgeDocument | undefined> {
     const run = randomBytes(8).toString('hex');
-    const started = await startParse(this.#store, tenant, kb.id, stored.doc.id, run, this.#iso());
+    let started: StoredDocument;
+    try {
+      started = await startParse(this.#store, tenant, kb.id, stored.doc.id, run, this.#iso());
+    } catch (error) {
+      if (error instanceof NotFoundError) return undefined;
+      throw error;
+    }
     let outcome: ParseOutcome;
     try {
       outcome = await this.#chunkAndStore(tenant, kb, started, run, signal);
@@ -151,7 +162,12 @@ export class LocalBackend {
         return (await finishParse(this.#store, tenant, started, run, { status: 'FAIL', message: error.message }, { at: this.#iso(), maxChunks: MAX_CHUNKS_PER_KB })).doc;
       }
       // a later parse of the same document has it now: answer it as that one left it
-      if (error instanceof ParseSupersededError) return (await getDocument(this.#store, tenant, kb.id, stored.doc.id)).doc;
+      if (error instanceof ParseSupersededError) {
+        return (await getDocument(this.#store, tenant, kb.id, stored.doc.id).catch((e: unknown) => {
+          if (e instanceof NotFoundError) return undefined;
+          throw e;
+        }))?.doc;
+      }
       throw error;
     }
   }
