@@ -64,6 +64,11 @@ describe('normalizeOverlapPercent (RAGFlow float_utils)', () => {
 });
 
 describe('naiveChunk: merging', () => {
+  it('keeps the indentation of a piece’s first line', () => {
+    const code = 'def f():\n    return 1\n\n\n    # trailing comment   \n';
+    expect(naiveChunk(doc(code), settings({ delimiter: '`\n\n`' })).map((chunk) => chunk.content)).toEqual(['def f():\n    return 1', '    # trailing comment']);
+  });
+
   it('merges short lines into one chunk, joined by newlines, blank lines dropped', () => {
     const chunks = naiveChunk(doc('first line\n\n  \nsecond line\r\nthird line'), DEFAULT_CHUNKING);
     expect(chunks).toEqual([{ content: 'first line\nsecond line\nthird line', token_count: countTokens('first line\nsecond line\nthird line') }]);
@@ -166,7 +171,7 @@ describe('naiveChunk: overlap', () => {
 
   it('has no overlap in custom-delimiter mode, as RAGFlow', () => {
     const chunks = naiveChunk(doc('Q1 one\n##Q2 two\n##Q3 three'), settings({ delimiter: '`##`', overlapped_percent: 50 }));
-    expect(chunks.map((chunk) => chunk.content)).toEqual(['Q1 one\n', 'Q2 two\n', 'Q3 three']);
+    expect(chunks.map((chunk) => chunk.content)).toEqual(['Q1 one', 'Q2 two', 'Q3 three']);
   });
 });
 
@@ -178,10 +183,18 @@ describe('naiveChunk: delimiters', () => {
     expect(naiveChunk(doc(text), settings({ delimiter: '!?。', chunk_token_num: 3 })).map((chunk) => chunk.content)).toEqual(['one\n two', ' three\nfour']);
   });
 
+  it('takes regular-expression characters literally', () => {
+    for (const delimiter of ['-', '.', '*', '|', '\\', '/', '(', ']', '$', '^', '{', '?']) {
+      const text = `a${delimiter}b${delimiter}c`;
+      expect(naiveChunk(doc(text), settings({ delimiter, chunk_token_num: 1 })).map((chunk) => chunk.content), delimiter).toEqual(['a', 'b', 'c']);
+    }
+    expect(naiveChunk(doc('a.*b.*c'), settings({ delimiter: '`.*`', chunk_token_num: 1 })).map((chunk) => chunk.content)).toEqual(['a', 'b', 'c']);
+  });
+
   it('keeps every segment of a backtick delimiter as its own chunk, longest delimiter first', () => {
     const text = '## Q: first?\nA: yes.\n## Q: second?\nA: no.\n# not a split';
     const chunks = naiveChunk(doc(text), settings({ delimiter: '`## `' }));
-    expect(chunks.map((chunk) => chunk.content)).toEqual(['Q: first?\nA: yes.\n', 'Q: second?\nA: no.\n# not a split']);
+    expect(chunks.map((chunk) => chunk.content)).toEqual(['Q: first?\nA: yes.', 'Q: second?\nA: no.\n# not a split']);
     expect(naiveChunk(doc('a##b#c'), settings({ delimiter: '`##`#' })).map((chunk) => chunk.content)).toEqual(['a', 'b', 'c']);
   });
 
@@ -234,7 +247,7 @@ describe('naiveChunk: properties', () => {
   const text = fc.array(fc.tuple(word, separator), { maxLength: 300 }).map((parts) => parts.map(([w, s]) => w + s).join(''));
   const section = fc.record({ text, page: fc.option(fc.integer({ min: 1, max: 50 }), { nil: undefined }) });
   const document = fc.array(section, { maxLength: 4 }).map((sections): ParsedDocument => ({ sections }));
-  const delimiter = fc.constantFrom('\n', '\n。', '`##`', '\n`##`', '', '!?');
+  const delimiter = fc.constantFrom('\n', '\n。', '`##`', '\n`##`', '', '!?', '-.|', '`. `');
   const budget = fc.integer({ min: 8, max: 300 });
 
   it('without overlap loses no text: the chunks hold every piece’s non-space characters, in order', () => {

@@ -1,4 +1,10 @@
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { build } from 'esbuild';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import { describe, expect, it } from 'vitest';
 import {
@@ -42,6 +48,34 @@ async function makePdf(pages: (string[] | 'image' | 'blank')[]): Promise<Uint8Ar
     content.forEach((line, i) => page.drawText(line, { x: 40, y: 550 - i * 16, size: 12, font }));
   }
   return pdf.save();
+}
+
+/**
+ * A PDF written by hand: one page whose text uses a predefined CMap (UniGB-UCS2-H) and a CJK
+ * font that is not embedded, as many Chinese documents are made. pdf-lib cannot write one.
+ */
+function cjkPdf(text: string): Uint8Array {
+  const hex = [...text].map((char) => char.codePointAt(0)!.toString(16).padStart(4, '0')).join('');
+  const content = `BT /F1 24 Tf 72 700 Td <${hex}> Tj ET`;
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>',
+    '<< /Type /Font /Subtype /Type0 /BaseFont /STSong-Light /Encoding /UniGB-UCS2-H /DescendantFonts [6 0 R] >>',
+    `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
+    '<< /Type /Font /Subtype /CIDFontType0 /BaseFont /STSong-Light /CIDSystemInfo << /Registry (Adobe) /Ordering (GB1) /Supplement 2 >> /FontDescriptor 7 0 R >>',
+    '<< /Type /FontDescriptor /FontName /STSong-Light /Flags 6 /FontBBox [0 -200 1000 900] /ItalicAngle 0 /Ascent 880 /Descent -120 /CapHeight 880 /StemV 80 >>',
+  ];
+  let pdf = '%PDF-1.4\n';
+  const offsets: number[] = [];
+  objects.forEach((body, i) => {
+    offsets.push(pdf.length);
+    pdf += `${i + 1} 0 obj\n${body}\nendobj\n`;
+  });
+  const xref = pdf.length;
+  pdf += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((offset) => `${String(offset).padStart(10, '0')} 00000 n \n`).join('')}`;
+  pdf += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return utf8(pdf);
 }
 
 describe('documentKind', () => {
@@ -278,6 +312,10 @@ describe('parseDocument: pdf', () => {
     expect(doc.sections[2]!.text).toBe('Last page');
   });
 
+  it('reads text whose font uses a predefined CJK CMap', async () => {
+    expect((await parseDocument(cjkPdf('数据知识库'), 'pdf')).sections).toEqual([{ text: '数据知识库', page: 1 }]);
+  });
+
   it('does not detach the caller’s bytes', async () => {
     const bytes = await makePdf([['Hello PDF']]);
     const before = bytes.byteLength;
@@ -315,10 +353,65 @@ describe('parseDocument: pdf', () => {
     expect((await rejection(parseDocument(bytes, 'pdf'))).message).toBe(`the PDF has ${MAX_PDF_PAGES + 1} pages; at most ${MAX_PDF_PAGES} are parsed`);
   });
 
-  it('stops when the signal aborts', async () => {
+  it('stops when the signal aborts, before or while it reads', async () => {
     const bytes = await makePdf([['one'], ['two']]);
-    const controller = new AbortController();
-    controller.abort(new Error('parse stopped'));
-    await expect(parseDocument(bytes, 'pdf', { signal: controller.signal })).rejects.toThrow('parse stopped');
+    const before = new AbortController();
+    before.abort(new Error('parse stopped'));
+    await expect(parseDocument(bytes, 'pdf', { signal: before.signal })).rejects.toThrow('parse stopped');
+    const during = new AbortController();
+    const parsing = parseDocument(bytes, 'pdf', { signal: during.signal });
+    during.abort(new Error('stopped while reading'));
+    await expect(parsing).rejects.toThrow('stopped while reading');
+    // The next parse is not disturbed.
+    expect((await parseDocument(bytes, 'pdf')).sections).toHaveLength(2);
+  });
+});
+
+describe('parseDocument: pdf in a bundle', () => {
+  // A Lambda bundle carries PDF.js but not its optional native canvas package, nor its CMaps:
+  // parsing must still work there (PDF.js needs a DOMMatrix as it loads; see withMatrixStandIn),
+  // and CJK text once the CMaps' folder is named.
+  it('reads PDFs from an esbuild bundle with no node_modules beside it', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'easel-pdf-bundle-'));
+    try {
+      const root = join(import.meta.dirname, '../..');
+      await build({
+        stdin: {
+          // Reads each PDF named; a folder named instead becomes the PDF resources' folder.
+          contents: `import { readFileSync, statSync } from 'node:fs';
+            import { parseDocument, setPdfResourceDirectory } from './lib/knowledge/parse';
+            const results = [];
+            for (const path of process.argv.slice(2)) {
+              if (statSync(path).isDirectory()) { setPdfResourceDirectory(path); continue; }
+              results.push(await parseDocument(new Uint8Array(readFileSync(path)), 'pdf').catch((error) => ({ error: error.message })));
+            }
+            process.stdout.write(JSON.stringify({ results, matrix: String(globalThis.DOMMatrix) }) + '\\n');`,
+          resolveDir: root,
+          loader: 'ts',
+        },
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: 'node20',
+        outfile: join(dir, 'bundle.mjs'),
+        banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+        logLevel: 'silent',
+      });
+      await writeFile(join(dir, 'pages.pdf'), await makePdf([['Bundled page one'], ['Bundled page two']]));
+      await writeFile(join(dir, 'cjk.pdf'), cjkPdf('数据'));
+      const args = [join(dir, 'bundle.mjs'), join(dir, 'pages.pdf'), join(dir, 'cjk.pdf'), join(root, 'node_modules/pdfjs-dist'), join(dir, 'cjk.pdf')];
+      const { stdout } = await promisify(execFile)(process.execPath, args, { cwd: dir, timeout: 60_000 });
+      // PDF.js logs to stdout, once, that it cannot render: the answer is the last line.
+      const { results, matrix } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { results: unknown[]; matrix: string };
+      expect(results).toEqual([
+        { sections: [{ text: 'Bundled page one', page: 1 }, { text: 'Bundled page two', page: 2 }] },
+        { error: 'the PDF has no text layer; scanned documents are not supported' },
+        { sections: [{ text: '数据', page: 1 }] },
+      ]);
+      // The stand-in is gone once PDF.js has loaded.
+      expect(matrix).toBe('undefined');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -55,7 +55,7 @@ export function parseHtml(bytes: Uint8Array): ParsedDocument {
 export function htmlSections(html: string): Section[] {
   const budget = new TextBudget();
   const sections: string[][] = [[]];
-  /** Each open element, and whether it (or an ancestor) is skipped. */
+  /** Each open element, and whether it is one that drops its content. */
   const open: { name: string; skipped: boolean }[] = [];
   let skipping = 0;
   let preformatted = 0;

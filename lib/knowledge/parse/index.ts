@@ -21,6 +21,7 @@ import { parseText } from './text';
 export { DocumentParseError } from './errors';
 export { MAX_DOCUMENT_BYTES, MAX_DOCUMENT_CHARS, MAX_HTML_DEPTH, MAX_PDF_PAGES } from './limits';
 export { htmlToText } from './html';
+export { setPdfResourceDirectory } from './pdf';
 
 export type DocumentKind = 'text' | 'markdown' | 'html' | 'pdf';
 
