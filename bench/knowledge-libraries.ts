@@ -1,5 +1,5 @@
 /**
- * `npx tsx --expose-gc bench/knowledge-libraries.ts [--chunks=20000] [--queries=200]`: the two
+ * `npm run bench:knowledge [-- --chunks=20000 --queries=200 --only=minisearch,flexsearch,easel]`: the two
  * full-text libraries considered for the local knowledge index, side by side on its workload,
  * with the same analyzer (lib/knowledge/local/analyzer.ts) so the engines are what differs:
  *
@@ -298,7 +298,9 @@ heading(
     `${labelled.length} labelled questions (unique headings, removed from their text); the same analyzer for all; ` +
     `CPU ms; latency over ${3 * labelled.length} searches of the loaded index${gc ? '' : '; run with --expose-gc for memory'}`,
 );
-const rows = [miniSearch(chunks), flexSearch(chunks), easel()].map((c) => measure(c, chunks, labelled));
+const contenders = { minisearch: () => miniSearch(chunks), flexsearch: () => flexSearch(chunks), easel };
+const chosen = (args.get('only') ?? Object.keys(contenders).join(',')).split(',') as (keyof typeof contenders)[];
+const rows = chosen.map((name) => measure(contenders[name](), chunks, labelled));
 table(
   ['library', 'build ms', 'held MB', 'serialized MB', 'load ms', 'query p50 ms', 'query p95 ms', `hit@${TOP}`, `MRR@${TOP}`],
   rows.map((r) => [r.name, Math.round(r.buildMs), r.heldMb === undefined ? '-' : fmt(r.heldMb, 1), fmt(r.serializedMb, 1), Math.round(r.loadMs), fmt(r.p50, 2), fmt(r.p95, 2), fmt(r.hit, 3), fmt(r.mrr, 3)]),

@@ -259,8 +259,21 @@ describe('serialization', () => {
     }
   });
 
+  it('keeps only the fields it indexes', () => {
+    const extra = { ...chunk('a', 'alpha'), tenant: 'someone', embedding_model: 'x' } as IndexedChunk;
+    const text = serializeIndex(buildIndex([extra]));
+    expect(text).not.toContain('someone');
+    expect(text).not.toContain('embedding_model');
+  });
+
   it('refuses text that is not a serialized index', () => {
-    for (const text of ['', 'not json', '{}', JSON.stringify({ format: 'easel-local-index', version: 99, chunks: [] })]) {
+    const good = JSON.parse(serializeIndex(buildIndex(LIBRARY))) as Record<string, unknown>;
+    const broken = [
+      JSON.stringify({ format: 'easel-local-index', version: 99, chunks: [] }),
+      JSON.stringify({ ...good, text: { nonsense: true } }),
+      JSON.stringify({ ...good, chunks: (good.chunks as unknown[]).slice(1) }),
+    ];
+    for (const text of ['', 'not json', '{}', ...broken]) {
       expect(() => deserializeIndex(text)).toThrow(EaselError);
     }
   });

@@ -28,6 +28,7 @@ import { EaselError } from '../../errors';
 import type { DocAgg, RetrievalQuery, RetrievalResult, RetrievedChunk } from '../types';
 import { spans, terms } from './analyzer';
 
+/** A chunk as the index takes it: the chunk item's fields, and its vector when the knowledge base embeds. */
 export interface IndexedChunk {
   id: string;
   doc_id: string;
@@ -39,7 +40,9 @@ export interface IndexedChunk {
   vector?: Float32Array | number[];
 }
 
+/** A built or loaded index; what it holds is this module's business. */
 export interface LocalIndex {
+  /** Chunks in the index. */
   readonly size: number;
 }
 
@@ -83,6 +86,7 @@ const SEARCHABLE = {
   processTerm: (term: string) => term,
 } satisfies Partial<Options<IndexedDocument>>;
 
+/** Indexes the chunks; throws EaselError('invalid_state') for an id given twice or vectors of different lengths. */
 export function buildIndex(chunks: readonly IndexedChunk[]): LocalIndex {
   const stored: StoredChunk[] = [];
   const seen = new Set<string>();
@@ -96,8 +100,9 @@ export function buildIndex(chunks: readonly IndexedChunk[]): LocalIndex {
         throw new EaselError('invalid_state', `chunk ${chunk.id} has a vector of ${chunk.vector.length} dimensions, the others ${dimensions}`);
       }
     }
-    const { vector: _vector, ...rest } = chunk;
-    stored.push({ ...rest, important_kwd: [...rest.important_kwd], pages: [...rest.pages] });
+    // the fields named, copied: whatever else a caller's objects carry stays out of the blob
+    const { id, doc_id, doc_name, kb_id, content, important_kwd, pages } = chunk;
+    stored.push({ id, doc_id, doc_name, kb_id, content, important_kwd: [...important_kwd], pages: [...pages] });
   }
 
   // each field is analyzed once: MiniSearch's tokenizer also counts the chunk's distinct terms
@@ -128,6 +133,7 @@ export function buildIndex(chunks: readonly IndexedChunk[]): LocalIndex {
   return state(stored, text, documentFrequency, vectors);
 }
 
+/** The index as JSON text (versioned), vectors as base64 float32: what the blob holds. */
 export function serializeIndex(index: LocalIndex): string {
   const s = internals(index);
   return JSON.stringify({
@@ -147,6 +153,7 @@ export function serializeIndex(index: LocalIndex): string {
   });
 }
 
+/** Loads what serializeIndex wrote; throws EaselError('invalid_state') for anything else. */
 export function deserializeIndex(text: string): LocalIndex {
   let parsed: SerializedIndex;
   try {
@@ -154,10 +161,24 @@ export function deserializeIndex(text: string): LocalIndex {
   } catch (error) {
     throw new EaselError('invalid_state', 'the serialized index is not JSON', { cause: error });
   }
-  if (parsed?.format !== FORMAT || parsed.version !== VERSION || !Array.isArray(parsed.chunks)) {
+  if (
+    parsed?.format !== FORMAT ||
+    parsed.version !== VERSION ||
+    !Array.isArray(parsed.chunks) ||
+    typeof parsed.text !== 'object' ||
+    typeof parsed.documentFrequency !== 'object'
+  ) {
     throw new EaselError('invalid_state', `the serialized index is not a ${FORMAT} of version ${VERSION}`);
   }
-  const miniSearch = MiniSearch.loadJS<IndexedDocument>(parsed.text, SEARCHABLE);
+  let miniSearch: MiniSearch<IndexedDocument>;
+  try {
+    miniSearch = MiniSearch.loadJS<IndexedDocument>(parsed.text, SEARCHABLE);
+  } catch (error) {
+    throw new EaselError('invalid_state', 'the serialized index has a full-text part that does not load', { cause: error });
+  }
+  if (miniSearch.documentCount !== parsed.chunks.length) {
+    throw new EaselError('invalid_state', 'the serialized index has a full-text part for a different number of chunks');
+  }
   let vectors: VectorTable | undefined;
   if (parsed.vectors) {
     const bytes = Buffer.from(parsed.vectors.data, 'base64');
