@@ -1,5 +1,5 @@
 /**
- * `npx tsx --expose-gc bench/knowledge-local.ts [--chunks=20000] [--dims=1024] [--store-chunks=5000]`:
+ * `npm run bench:knowledge-local -- [--chunks=10000] [--dims=1024] [--store-chunks=5000]`:
  * the local knowledge backend at the size it is meant for (MAX_CHUNKS_PER_KB), to set and check
  * its limits (lib/knowledge/limits.ts) and the index cache's byte estimate (index-cache.ts).
  *
