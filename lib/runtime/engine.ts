@@ -1,6 +1,6 @@
 /**
  * The turn engine (lib/turns) from its parts: the store, the built-in components, the services
- * components call out through (models, the SSRF guard, the tenant's secrets), the configured budgets
+ * components call out through (models, the SSRF guard, the tenant's secrets and knowledge bases), the configured budgets
  * and the quotas (none unless EASEL_QUOTA_* sets one).
  */
 import { builtinComponents } from '../components';
@@ -8,6 +8,7 @@ import { services } from '../components/services';
 import type { EaselConfig } from '../config';
 import type { ModelResolver } from '../llm/models';
 import type { SsrfGuard } from '../outbound/ssrf';
+import type { RunKnowledge } from '../knowledge/types';
 import type { StoreContext } from '../store/dynamo';
 import type { TurnEngine } from '../turns/execute';
 import type { TurnLifecycle } from '../turns/lifecycle';
@@ -19,6 +20,8 @@ export interface EngineParts {
   guard: SsrfGuard;
   /** `{secret.NAME}` for one tenant's runs. */
   secretsFor(tenant: string): SecretResolver;
+  /** The knowledge bases of one tenant's runs (Retrieval); absent: runs have none. */
+  knowledge?: { forTenant(tenant: string): RunKnowledge };
   /** What stops the entry point's turns (shutdown, an invocation's deadline); lib/runtime/lifecycle.ts. */
   lifecycle?: TurnLifecycle;
 }
@@ -29,7 +32,12 @@ export function buildEngine(config: Pick<EaselConfig, 'store' | 'stepBudgetTurn'
     registry: builtinComponents,
     // without a tenant, no secret resolves
     services: services({ models: parts.models, guard: parts.guard }),
-    servicesFor: (tenant) => services({ models: parts.models, guard: parts.guard, secret: parts.secretsFor(tenant) }),
+    servicesFor: (tenant) => services({
+      models: parts.models,
+      guard: parts.guard,
+      secret: parts.secretsFor(tenant),
+      ...(parts.knowledge ? { knowledge: parts.knowledge.forTenant(tenant) } : {}),
+    }),
     leaseMs: config.store.leaseMs,
     listingRefreshMs: config.store.listingRefreshMs,
     sessionTtlSeconds: config.store.sessionTtlSeconds,

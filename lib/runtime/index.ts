@@ -11,6 +11,7 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { EaselConfig } from '../config';
+import type { KnowledgeAdmin } from '../knowledge/types';
 import type { ModelResolver } from '../llm/models';
 import type { SsrfGuard } from '../outbound/ssrf';
 import type { StoreContext } from '../store/dynamo';
@@ -18,6 +19,7 @@ import type { TurnEngine } from '../turns/execute';
 import type { TurnLifecycle } from '../turns/lifecycle';
 import { buildEngine } from './engine';
 import { buildGuard } from './guard';
+import { buildKnowledge } from './knowledge';
 import { buildModels } from './models';
 import { type Enqueue, sqsEnqueue } from './queue';
 import { setupSecrets, type Secrets } from '../secrets';
@@ -27,8 +29,9 @@ import type { Logger } from './telemetry';
 
 export { buildEngine, type EngineParts } from './engine';
 export { buildGuard } from './guard';
+export { buildKnowledge, type KnowledgeParts } from './knowledge';
 export { createShutdown, type DeadlineTimers, invocationDeadline, type InvocationDeadline, type Shutdown } from './lifecycle';
-export { buildModels } from './models';
+export { buildModels, llmSettings } from './models';
 export { type ParameterReader, ssmParameter } from './parameters';
 export { type Enqueue, sqsEnqueue } from './queue';
 export { buildStore, type RuntimeStore } from './store';
@@ -46,6 +49,8 @@ export interface Runtime {
   /** Tenant secrets, the master key ring and server keys; `{secret.NAME}` resolves per tenant. */
   secrets: Secrets;
   engine: TurnEngine;
+  /** Knowledge bases of every tenant: the APIs manage them, runs search their tenant's (`forTenant`). */
+  knowledge: KnowledgeAdmin;
   /** Sends an async or queued turn to the worker; absent without a queue (EASEL_TURN_QUEUE_URL). */
   enqueue?: Enqueue;
 }
@@ -66,11 +71,14 @@ export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}):
   const secrets = setupSecrets(config.secrets, { store, getParameter: ssmParameter, ...options.secrets });
   const models = buildModels(config);
   const guard = buildGuard(config);
+  const secretsFor = (tenant: string) => secrets.resolverFor(tenant);
+  const knowledge = buildKnowledge(config, { store, guard, secretsFor });
   const engine = buildEngine(config, {
     store,
     models,
     guard,
-    secretsFor: (tenant) => secrets.resolverFor(tenant),
+    secretsFor,
+    knowledge,
     ...(options.lifecycle ? { lifecycle: options.lifecycle } : {}),
   });
   const queueUrl = config.queue.url;
@@ -83,6 +91,7 @@ export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}):
     guard,
     secrets,
     engine,
+    knowledge,
     ...(queueUrl ? { enqueue: sqsEnqueue(queueUrl) } : {}),
   };
 }

@@ -8,9 +8,13 @@ import { createModelResolver, type LlmSettings, type ModelResolver } from '../ll
 import { type ParameterReader, ssmParameter } from './parameters';
 
 export function buildModels(config: Pick<EaselConfig, 'llm' | 'secrets'>, read: ParameterReader = ssmParameter): ModelResolver {
+  return createModelResolver(llmSettings(config, read));
+}
+
+/** The LLM settings with the OpenAI-compatible key read from SSM when one is configured there (chat and embeddings alike). */
+export function llmSettings(config: Pick<EaselConfig, 'llm' | 'secrets'>, read: ParameterReader = ssmParameter): LlmSettings {
   const keyParameter = config.secrets.llmApiKeyParameter;
-  const llm: LlmSettings = config.llm.openai && keyParameter
+  return config.llm.openai && keyParameter
     ? { ...config.llm, openai: { ...config.llm.openai, apiKey: () => read(keyParameter) } }
     : config.llm;
-  return createModelResolver(llm);
 }
