@@ -445,7 +445,7 @@ const NETWORK_CODES = new Set([
 
 const NETWORK_MESSAGE = /socket hang up|abnormally aborted|ECONNRESET|ECONNREFUSED|network|premature close|stream timed out/i;
 
-interface ClassifyContext {
+export interface ClassifyContext {
   model: string;
   timeoutMs: number;
   timedOut: boolean;
@@ -462,7 +462,8 @@ interface SdkErrorLike {
   $response?: { statusCode?: unknown; headers?: Record<string, string | undefined> };
 }
 
-function classify(error: unknown, context: ClassifyContext): LlmError | LlmTransientError {
+/** Any failure of a Bedrock Runtime call, as the turn needs it (the embedder's InvokeModel too). */
+export function classify(error: unknown, context: ClassifyContext): LlmError | LlmTransientError {
   const { model } = context;
   if (error instanceof LlmError || error instanceof LlmTransientError) return error;
   if (context.timedOut && !context.cancelled) {

@@ -39,7 +39,14 @@ export async function writeBlobs(ctx: StoreContext, pk: string, blobs: ReadonlyM
   return written;
 }
 
-/** Reads blobs by hash; a missing one is an error (the session is damaged). */
+/** Blobs a reader asked for are not there (a session damaged, an index replaced meanwhile). */
+export class MissingBlobsError extends Error {
+  constructor(readonly hashes: readonly string[]) {
+    super(`the session is missing ${hashes.length} blob(s)`);
+  }
+}
+
+/** Reads blobs by hash; a missing one is a MissingBlobsError. */
 export async function readBlobs(ctx: StoreContext, pk: string, hashes: string[]): Promise<Map<string, string>> {
   const blobs = new Map<string, string>();
   const wanted = [...new Set(hashes)];
@@ -52,11 +59,12 @@ export async function readBlobs(ctx: StoreContext, pk: string, hashes: string[])
   }
   for (const { hash, chunks } of chunked) {
     const parts = await batchGet(ctx, Array.from({ length: chunks }, (_, i) => ({ pk, sk: keys.blobChunk(hash, i) })));
+    if (parts.length !== chunks) continue; // part of it went: as missing as the whole
     parts.sort((a, b) => String(a.sk).localeCompare(String(b.sk)));
     blobs.set(hash, decode(Buffer.concat(parts.map((p) => Buffer.from(p.d as Uint8Array))), new Map()) as string);
   }
   const missing = wanted.filter((h) => !blobs.has(h));
-  if (missing.length > 0) throw new Error(`the session is missing ${missing.length} blob(s)`);
+  if (missing.length > 0) throw new MissingBlobsError(missing);
   return blobs;
 }
 

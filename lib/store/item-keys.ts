@@ -4,6 +4,11 @@ export const SESSION_HEAD_SK = 'T#~';
 export const TURN_PREFIX = 'T#';
 export const SECRET_PREFIX = 'SECRET#';
 export const SECRET_DATA_KEY_PREFIX = 'SDK#';
+export const KNOWLEDGE_BASE_SK = 'KB';
+/** A knowledge base's partition (the stream cleanup's test). */
+export const KNOWLEDGE_BASE_PK = /^T#[^#]+#KB#[0-9a-f]{32}$/;
+export const KNOWLEDGE_DOCUMENT_PREFIX = 'D#';
+export const KNOWLEDGE_CHUNK_PREFIX = 'C#';
 
 export const keys = {
   tenant: (tenant: string) => `T#${tenant}`,
@@ -32,9 +37,24 @@ export const keys = {
   /** A workflow's webhook (store/webhooks.ts), by its opaque id and by the workflow's id. */
   webhook: (hookId: string) => `HOOK#${hookId}`,
   webhookOfWorkflow: (workflowId: string) => `HOOKWF#${workflowId}`,
+  /**
+   * Knowledge bases (store/knowledge.ts): one partition each, holding its item `KB`, its
+   * documents `D#<doc>`, their bytes `R#<doc>#<i>`, their chunks `C#<doc>#<parse run>#<i>` and
+   * the index blobs `B#<sha256>`; a name item and an item per alias make both unique in the tenant.
+   */
+  knowledgeBase: (tenant: string, kbId: string) => `T#${tenant}#KB#${kbId}`,
+  knowledgeName: (tenant: string, nameKey: string) => `T#${tenant}#KBN#${nameKey}`,
+  knowledgeAlias: (tenant: string, alias: string) => `T#${tenant}#KBA#${alias}`,
+  knowledgeDocument: (docId: string) => `${KNOWLEDGE_DOCUMENT_PREFIX}${docId}`,
+  knowledgeDocumentBytes: (docId: string, part: number) => `R#${docId}#${String(part).padStart(4, '0')}`,
+  /** A document's chunks of one parse run, in order; `run` tells a finished parse's apart from one in flight. */
+  knowledgeChunkRun: (docId: string, run: string) => `${KNOWLEDGE_CHUNK_PREFIX}${docId}#${run}#`,
+  knowledgeChunk: (docId: string, run: string, index: number) => `${KNOWLEDGE_CHUNK_PREFIX}${docId}#${run}#${String(index).padStart(6, '0')}`,
   /** gsi1: workflows of a tenant; sessions of a workflow. */
   workflowList: (tenant: string) => `T#${tenant}#WF`,
   sessionList: (tenant: string, workflowId: string) => `T#${tenant}#W#${workflowId}#S`,
+  /** gsi1: knowledge bases of a tenant. */
+  knowledgeList: (tenant: string) => `T#${tenant}#KBS`,
 };
 
 export function turnFromSk(sk: string): number {

@@ -11,8 +11,14 @@
  *   T#<tenant>#I#<key>          I                   idempotency record
  *   T#<tenant>#Q#<scope>        D#<day>             quota usage of a tenant shard, end user or key (TTL)
  *   T#<tenant>#QR#<scope>       M#<minute>          runs started by a key or client address (TTL)
+ *   T#<tenant>#KB#<kb>          KB                  knowledge base: settings, counts, index pointer
+ *                               D#<doc> | R#<doc>#<i>   documents and their bytes
+ *                               C#<doc>#<run>#<i>   chunks of a document's parse run
+ *                               B#<sha256>[#<i>]    the serialized index
+ *   T#<tenant>#KBN#<name>       N                   a knowledge base's name (lower case), unique
+ *   T#<tenant>#KBA#<alias>      A                   a knowledge base's alias, unique
  *
- * gsi1 lists workflows per tenant and sessions per workflow without reading their state; the
+ * gsi1 lists workflows per tenant, sessions per workflow and knowledge bases per tenant without reading their state; the
  * sparse `timers` index holds the heads of runs whose form timer is armed, by due time.
  */
 import definition from './table.json';
