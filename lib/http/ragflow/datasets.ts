@@ -6,6 +6,7 @@
  */
 import type { KnowledgeBase, ListOptions } from '../../knowledge/types';
 import { NotFoundError } from '../../store/errors';
+import { KnowledgeNameTakenError } from '../../store/knowledge';
 import type { AppDeps } from '../app';
 import { fieldError, ragflowArguments } from './arguments';
 import { guardOf, param, type RagflowContext, routeGroup } from './context';
@@ -17,6 +18,8 @@ import { jsonBody, ok, RAGFLOW, RagflowError } from './envelope';
 /** RAGFlow's `REST_API_MAX_PAGE_SIZE` and `REST_API_MAX_IDS`. */
 const MAX_PAGE_SIZE = 100;
 const MAX_IDS = 100;
+/** Names tried before a create gives up (RAGFlow tries up to 1000). */
+const MAX_NAME_TRIES = 100;
 const LIST_PARAMS = new Set(['id', 'ids', 'name', 'page', 'page_size', 'orderby', 'desc', 'include_parsing_status', 'ext']);
 
 export function datasetRoutes(deps: AppDeps) {
@@ -28,17 +31,24 @@ export function datasetRoutes(deps: AppDeps) {
     requireJson(c.req.header('content-type'));
     const req = ragflowArguments(CreateDatasetReq, await jsonBody(c));
     const settings = datasetSettings(req);
-    const kb = await caller.knowledge.create(caller.tenant, {
-      name: req.name,
-      backend: 'local',
-      ...(settings.description !== undefined ? { description: settings.description } : {}),
-      local: {
-        // the service fills what is left out from DEFAULT_CHUNKING (NewKnowledgeBase types it whole)
-        ...(settings.chunking ? { chunking: settings.chunking as Required<typeof settings.chunking> } : {}),
-        ...(settings.embedding_model ? { embedding_model: settings.embedding_model } : {}),
-      },
-    });
-    return ok(c, datasetView(kb));
+    // as RAGFlow: a name the tenant has already is made unique, "Manuals" -> "Manuals(1)"
+    for (let name = req.name, tries = 0; ; name = nextName(name), tries++) {
+      try {
+        const kb = await caller.knowledge.create(caller.tenant, {
+          name,
+          backend: 'local',
+          ...(settings.description !== undefined ? { description: settings.description } : {}),
+          local: {
+            // the service fills what is left out from DEFAULT_CHUNKING (NewKnowledgeBase types it whole)
+            ...(settings.chunking ? { chunking: settings.chunking as Required<typeof settings.chunking> } : {}),
+            ...(settings.embedding_model ? { embedding_model: settings.embedding_model } : {}),
+          },
+        });
+        return ok(c, datasetView(kb));
+      } catch (error) {
+        if (!(error instanceof KnowledgeNameTakenError) || tries >= MAX_NAME_TRIES) throw error;
+      }
+    }
   }));
 
   app.get('/', guard(async (c) => {
@@ -85,14 +95,14 @@ export function datasetRoutes(deps: AppDeps) {
     if (Object.keys(req).length === 0) throw new RagflowError(RAGFLOW.data, 'no properties were modified');
     const kb = await ownedDataset(caller, id, notOwned.lacksPermission(caller.tenant, id));
     const settings = datasetSettings(req);
-    if (req.name !== undefined && req.name.toLowerCase() !== kb.name.toLowerCase() && (await nameTaken(caller, req.name))) {
-      throw new RagflowError(RAGFLOW.data, `Dataset name '${req.name}' already exists`);
-    }
     const updated = await caller.knowledge.update(caller.tenant, kb.id, {
       ...(req.name !== undefined ? { name: req.name } : {}),
       ...(settings.description !== undefined ? { description: settings.description } : {}),
       ...(settings.chunking ? { chunking: settings.chunking } : {}),
       ...(settings.embedding_model ? { embedding_model: settings.embedding_model } : {}),
+    }).catch((error: unknown) => {
+      if (error instanceof KnowledgeNameTakenError && error.field === 'name') throw new RagflowError(RAGFLOW.data, `Dataset name '${req.name}' already exists`);
+      throw error;
     });
     return ok(c, { ...datasetView(updated), connectors: [] });
   }));
@@ -186,9 +196,12 @@ async function exists(caller: DatasetCaller, id: string): Promise<boolean> {
   }
 }
 
-async function nameTaken(caller: DatasetCaller, name: string): Promise<boolean> {
-  const lower = name.toLowerCase();
-  return (await everyDataset(caller)).some((kb) => kb.name.toLowerCase() === lower);
+/** RAGFlow's `duplicate_name`: `a` -> `a(1)`, `a(1)` -> `a(2)`, `a.v2` -> `a(1).v2`. */
+export function nextName(name: string): string {
+  const dot = name.lastIndexOf('.');
+  const [stem, suffix] = dot > 0 && dot < name.length - 1 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
+  const counted = /^(.*)\((\d+)\)$/.exec(stem);
+  return counted ? `${counted[1]}(${Number(counted[2]) + 1})${suffix}` : `${stem}(1)${suffix}`;
 }
 
 /** `include_parsing_status`: the dataset's documents by `run` status. */

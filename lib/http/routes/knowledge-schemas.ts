@@ -3,22 +3,20 @@
  * document), and the views that turn the knowledge service's shapes into answers.
  */
 import { z } from '@hono/zod-openapi';
+import { MAX_ALIASES, MAX_CHUNK_TOKENS, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS } from '../../knowledge/validation';
 import { BACKEND_KINDS, type ChunkingSettings, type ChunkView, type KnowledgeBase, type KnowledgeDocument, type NewKnowledgeBase } from '../../knowledge/types';
 
 export const KB_ID = z.string().regex(/^[0-9a-f]{32}$/, '32 lowercase hex characters').openapi({ example: '3b4de7d4241d11f0a6a79f24fc270c7f' });
 export const KbParam = z.object({ id: KB_ID });
 export const DocParam = z.object({ id: KB_ID, doc: KB_ID });
 
-/** RAGFlow's dataset name limit. */
-export const MAX_KB_NAME = 128;
-const MAX_DESCRIPTION = 65_535;
-
-const Name = z.string().trim().min(1, 'must not be empty').max(MAX_KB_NAME, `at most ${MAX_KB_NAME} characters`);
-const Aliases = z.array(z.string().trim().min(1).max(MAX_KB_NAME)).max(50).openapi({ description: 'Other ids or names a DSL may use for it (the RAGFlow dataset ids a migrated template carries)' });
+const Name = z.string().trim().min(1, 'must not be empty').max(MAX_NAME_CHARS, `at most ${MAX_NAME_CHARS} characters`);
+const MAX_DESCRIPTION = MAX_DESCRIPTION_CHARS;
+const Aliases = z.array(z.string().trim().min(1).max(MAX_NAME_CHARS)).max(MAX_ALIASES).openapi({ description: 'Other ids or names a DSL may use for it (the RAGFlow dataset ids a migrated template carries)' });
 
 export const Chunking = z
   .strictObject({
-    chunk_token_num: z.number().int().min(1).max(2048).optional().openapi({ description: 'Tokens per chunk (default 512)' }),
+    chunk_token_num: z.number().int().min(1).max(MAX_CHUNK_TOKENS).optional().openapi({ description: 'Tokens per chunk (default 512)' }),
     delimiter: z.string().min(1).max(256).optional().openapi({ description: 'Characters that end a piece; a multi-character delimiter in backticks (default "\\n")' }),
     overlapped_percent: z.number().int().min(0).max(90).optional().openapi({ description: 'Percent of a chunk repeated at the start of the next (default 0)' }),
   })
