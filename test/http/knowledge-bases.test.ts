@@ -4,48 +4,16 @@
  * that fails shows FAIL with its reason and stops nothing else), the document cap, unsupported
  * types, deleting a document (its chunks leave the search), and admin keys only.
  */
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_DOCUMENT_BYTES } from '../../lib/knowledge/limits';
 import { endUserToken, makeEmbedSecret } from '../helpers/end-users';
 import { testEngine } from '../helpers/engine';
 import { type Served, serveApp } from '../helpers/http';
 import { fixture } from '../helpers/canvas';
+import { BROKEN_PDF, FAQ_TXT, GUIDE_MD, multipart, type Part } from '../helpers/knowledge-docs';
 
 const BASE = '/workflows/v1/knowledge-bases';
-export const GUIDE_MD = [
-  '# Espresso machine guide',
-  '',
-  '## Warranty',
-  'The espresso machine carries a warranty of two years from the date of purchase.',
-  '',
-  '## Descaling',
-  'Descale the boiler every month with citric acid so the pump keeps its pressure.',
-].join('\n');
-export const FAQ_TXT = 'Refunds are paid within fourteen days of a return.\nThe grinder has a separate warranty of one year.';
-/** A PDF header and nothing a PDF parser can read. */
-export const BROKEN_PDF = '%PDF-1.7\n1 0 obj << /Type /Catalog >> garbage without an xref table\n%%EOF';
-
 let api: Served;
-
-interface Part {
-  name: string;
-  content: string | Buffer;
-  type?: string;
-}
-
-/** A multipart body of `file` parts. */
-export function multipart(parts: readonly Part[]): { body: Buffer; type: string } {
-  const boundary = `kb${randomBytes(12).toString('hex')}`;
-  const chunks: Buffer[] = [];
-  for (const p of parts) {
-    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${p.name}"\r\nContent-Type: ${p.type ?? 'application/octet-stream'}\r\n\r\n`));
-    chunks.push(Buffer.isBuffer(p.content) ? p.content : Buffer.from(p.content, 'latin1'));
-    chunks.push(Buffer.from('\r\n'));
-  }
-  chunks.push(Buffer.from(`--${boundary}--\r\n`));
-  return { body: Buffer.concat(chunks), type: `multipart/form-data; boundary=${boundary}` };
-}
 
 async function upload(kbId: string, parts: readonly Part[], query = '', key = api.adminKey) {
   const { body, type } = multipart(parts);
@@ -243,7 +211,7 @@ describe('who may', () => {
       ['POST', `${BASE}/${kb.id}/search`, { question: 'x' }],
     ];
     for (const [method, path, body] of routes) {
-      for (const headers of [{}, { 'easel-end-user-token': endUser }]) {
+      for (const headers of [{}, { 'easel-end-user-token': endUser }] as Record<string, string>[]) {
         const res = await api.call(method, path, { key: execute, headers, ...(body !== undefined ? { body } : {}) });
         expect([method, path, res.status, res.json.code]).toEqual([method, path, 403, 'forbidden']);
       }
