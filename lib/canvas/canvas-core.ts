@@ -7,7 +7,7 @@ import { CallLog } from './calls';
 import type { Outputs } from './component';
 import { nodeState } from './context';
 import type { Workflow } from './dsl';
-import { dict, type CanvasState, type HistoryEntry } from './state';
+import { dict, type CanvasState, type TurnHistoryEntry } from './state';
 
 export interface TurnUsage {
   prompt_tokens: number;
@@ -42,8 +42,8 @@ export interface CanvasCore {
   readonly budgetRun: number;
   /** Model tokens spent by the current (or last) turn. */
   usage: TurnUsage;
-  /** Conversation entries the current (or last) turn added. */
-  turnHistory: HistoryEntry[];
+  /** Conversation entries the current (or last) turn added, assistant ones with their references. */
+  turnHistory: TurnHistoryEntry[];
   /** Calls outside the run the current (or last) turn made (lib/canvas/calls.ts). */
   calls: CallLog;
   /** A re-asked form keeps the deadline it was first asked with (until anything runs). */

@@ -24,7 +24,7 @@ import { applySubmission, arrive, fields, formState, mergeValues, normalize, typ
 import type { FormField } from './forms';
 import { isRecord } from './references';
 import { NEVER_ABORTED, parseRunInput, type RunInput } from './run-input';
-import { type CanvasState, dict, type HistoryEntry, type PendingPrompt, readState, type RunStatus, STATE_VERSION } from './state';
+import { type CanvasState, dict, type PendingPrompt, readState, type RunStatus, STATE_VERSION, type TurnHistoryEntry } from './state';
 import { drive, type TurnCheckpoint, type TurnControl } from './turn-loop';
 
 export type { BeginRules, TurnUsage } from './canvas-core';
@@ -280,8 +280,11 @@ export class Canvas {
     return targets.flatMap((componentId) => fields(this.core, componentId).map((field) => ({ componentId, field })));
   }
 
-  /** Conversation entries the last turn added (its user query, the messages shown). */
-  get lastTurnHistory(): readonly HistoryEntry[] {
+  /**
+   * Conversation entries the last turn added (its user query, the messages shown); an
+   * assistant entry whose `message_end` carried references has them as its third element.
+   */
+  get lastTurnHistory(): readonly TurnHistoryEntry[] {
     return this.core.turnHistory;
   }
 
@@ -311,6 +314,8 @@ export class Canvas {
       if (ns.form && node?.definition.form?.keepValues) nodes[id] = { form: ns.form };
     }
     s.nodes = nodes;
+    // references are the pass's, as RAGFlow starts a new `retrieval` entry per run
+    delete s.retrieval;
     s.pass = {
       number: (s.pass?.number ?? 0) + 1,
       inputs,

@@ -8,6 +8,7 @@ import type { CallReport } from './calls';
 import { z } from 'zod';
 import type { DslProblem } from './errors';
 import type { FieldType, FormField } from './forms';
+import type { ReferenceChunk, ReferenceDocument, RunReference } from './run-references';
 import type { TextStream } from './text-stream';
 
 export type Outputs = Record<string, unknown>;
@@ -48,7 +49,17 @@ export interface ComponentContext {
   renderStream(template: string): AsyncGenerator<string, void, undefined>;
   /** Shows text to the user: one `message` event per delta, then `message_end`. */
   message(delta: string): void;
+  /** Ends the message; its `message_end` carries the pass's references when there are any. */
   messageEnd(data?: Record<string, unknown>): void;
+  /**
+   * Adds retrieved chunks (JSON, each with its `id`) and their documents to the pass's
+   * references (lib/canvas/run-references.ts), which every later `message_end` of the pass sends.
+   */
+  addReference(chunks: readonly ReferenceChunk[], docs: readonly ReferenceDocument[]): void;
+  /** The pass's references so far: chunks by citation id, documents by name (empty when none). */
+  reference(): Readonly<RunReference>;
+  /** Narrows the pass's references to these citation ids and document names (what an answer cited). */
+  keepReferences(citationIds: readonly string[], docNames: readonly string[]): void;
   /** Writes a variable: a component output (`cpn@out`, with a dotted path) or `env.x`. */
   setVariable(reference: string, value: unknown): void;
   /** Counts model tokens towards the turn's `usage`. */

@@ -17,7 +17,8 @@ import {
   splitTemplate,
   valueToText,
 } from './references';
-import { type CanvasState, dict, type HistoryEntry, type NodeState } from './state';
+import { emptyReference, hasReference, narrowed, type ReferenceChunk, type ReferenceDocument, type RunReference, withAdded } from './run-references';
+import { type CanvasState, dict, type HistoryEntry, type NodeState, type TurnHistoryEntry } from './state';
 import { TextStream } from './text-stream';
 
 /** The value of a reference that has no meaning where it is used (`{item}` outside an Iteration). */
@@ -35,8 +36,8 @@ export interface RunScope {
   recordUsage(usage: TokenUsage): void;
   /** Records a call outside the run (see calls.ts). */
   recordCall?(componentId: string, report: CallReport): void;
-  /** Told of every history entry added, so a store can keep per-turn deltas. */
-  onHistory?(entry: HistoryEntry): void;
+  /** Told of every history entry added (with the references its message sent), so a store can keep per-turn deltas. */
+  onHistory?(entry: TurnHistoryEntry): void;
 }
 
 export function nodeState(state: CanvasState, id: string): NodeState {
@@ -48,11 +49,11 @@ export function nodeState(state: CanvasState, id: string): NodeState {
   return node;
 }
 
-export function appendHistory(scope: RunScope, role: 'user' | 'assistant', content: string): void {
+export function appendHistory(scope: RunScope, role: 'user' | 'assistant', content: string, reference?: RunReference): void {
   const history = scope.state.history;
   const entry: HistoryEntry = [role, content];
   history.push(entry);
-  scope.onHistory?.(entry);
+  scope.onHistory?.(role === 'assistant' && reference ? [role, content, reference] : entry);
   if (history.length > scope.historyLimit) history.splice(0, history.length - scope.historyLimit);
 }
 
@@ -235,10 +236,30 @@ export class NodeContext implements ComponentContext {
     this.events.push(event('message', { content: delta }));
   }
 
+  /** As RAGFlow's `_build_message_end`: the pass's references go with the message, when there are any. */
   messageEnd(data: Record<string, unknown> = {}): void {
-    this.events.push(event('message_end', data));
-    if (this.messageText !== '') appendHistory(this.scope, 'assistant', this.messageText);
+    const reference = this.scope.state.retrieval;
+    const withReference = hasReference(reference);
+    this.events.push(event('message_end', withReference && data.reference === undefined ? { ...data, reference } : data));
+    if (this.messageText !== '') appendHistory(this.scope, 'assistant', this.messageText, withReference ? reference : undefined);
     this.messageText = '';
+  }
+
+  addReference(chunks: readonly ReferenceChunk[], docs: readonly ReferenceDocument[]): void {
+    if (chunks.length === 0 && docs.length === 0) return;
+    this.scope.state.retrieval = withAdded(this.scope.state.retrieval, chunks, docs);
+  }
+
+  reference(): Readonly<RunReference> {
+    return this.scope.state.retrieval ?? emptyReference();
+  }
+
+  keepReferences(citationIds: readonly string[], docNames: readonly string[]): void {
+    const current = this.scope.state.retrieval;
+    if (!current) return;
+    const next = narrowed(current, citationIds, docNames);
+    if (hasReference(next)) this.scope.state.retrieval = next;
+    else delete this.scope.state.retrieval;
   }
 
   setVariable(reference: string, value: unknown): void {

@@ -5,6 +5,7 @@ export { compileWorkflow, DSL_LIMITS, type Workflow, type WorkflowNode } from '.
 export * from './errors';
 export * from './events';
 export { FIELD_TYPES, type FieldType, type FormField } from './forms';
-export { type CanvasState, RUN_STATUSES, type RunStatus, STATE_VERSION } from './state';
+export { type CanvasState, type HistoryEntry, RUN_STATUSES, type RunStatus, STATE_VERSION, type TurnHistoryEntry } from './state';
+export { citationKey, MAX_REFERENCE_CHUNKS, MAX_REFERENCE_DOCS, type ReferenceChunk, type ReferenceDocument, type RunReference } from './run-references';
 export { TextStream } from './text-stream';
 export { type CallKind, type CallRecord, type CallReport, MAX_CALLS_PER_TURN, requestHash } from './calls';

@@ -7,6 +7,7 @@
 import type { Outputs } from './component';
 import { StateVersionError } from './errors';
 import type { FieldView } from './events';
+import { readReference, type RunReference } from './run-references';
 
 export const STATE_VERSION = 1;
 
@@ -39,6 +40,12 @@ export interface NodeState {
 
 export type HistoryEntry = [role: 'user' | 'assistant', content: string];
 
+/**
+ * A conversation entry as a turn records it: an assistant message also carries the references
+ * its `message_end` sent (the state's history never does: it stays small).
+ */
+export type TurnHistoryEntry = HistoryEntry | [role: 'assistant', content: string, reference: RunReference];
+
 export interface PassState {
   /** Counts passes of the workflow in this run, from 1. */
   number: number;
@@ -70,6 +77,11 @@ export interface CanvasState {
   prompt: PendingPrompt | null;
   /** State of the deterministic random generator (a 32-bit integer). */
   rng: number;
+  /**
+   * The current pass's references (run-references.ts): absent until a retrieval adds some,
+   * and again from the start of the next pass. States written before it have none.
+   */
+  retrieval?: RunReference;
 }
 
 /** Upgrades from older versions, keyed by the version they read. None yet: v1 is the first. */
@@ -122,10 +134,15 @@ export function readState(raw: unknown): CanvasState {
     }
     nodes[id] = restored;
   }
-  const history = (state.history as unknown[]).filter(
-    (h): h is HistoryEntry =>
-      Array.isArray(h) && (h[0] === 'user' || h[0] === 'assistant') && typeof h[1] === 'string',
-  );
+  // a turn's entries may carry references: the state keeps role and content only
+  const history = (state.history as unknown[])
+    .filter((h): h is HistoryEntry => Array.isArray(h) && (h[0] === 'user' || h[0] === 'assistant') && typeof h[1] === 'string')
+    .map((h): HistoryEntry => (h.length === 2 ? h : [h[0], h[1]]));
+  let retrieval: RunReference | undefined;
+  if (state.retrieval !== undefined) {
+    retrieval = readReference(state.retrieval);
+    if (!retrieval) bad('retrieval');
+  }
   return {
     v: STATE_VERSION,
     status: state.status as RunStatus,
@@ -136,6 +153,7 @@ export function readState(raw: unknown): CanvasState {
     pass: (state.pass as PassState | null) ?? null,
     prompt: (state.prompt as PendingPrompt | null) ?? null,
     rng: state.rng as number,
+    ...(retrieval ? { retrieval } : {}),
   };
 }
 

@@ -12,7 +12,7 @@ import { TransientError } from './errors';
 import { EventQueue } from './event-queue';
 import { type CanvasEvent, event } from './events';
 import { arrive, needsInput } from './form-state';
-import type { CanvasState, HistoryEntry } from './state';
+import type { CanvasState, TurnHistoryEntry } from './state';
 import { abort, fail, finish, finished, finishedOrDeferred, flushDeferred, nodeInfo, pause, settle } from './turn-ends';
 
 /**
@@ -26,7 +26,7 @@ export interface TurnCheckpoint {
   steps: number;
   usage: TurnUsage;
   /** Conversation entries the turn has added so far. */
-  history: HistoryEntry[];
+  history: TurnHistoryEntry[];
   /** The calls outside the run it has made so far (absent in checkpoints of older versions). */
   calls?: { records: CallRecord[]; dropped: number };
 }

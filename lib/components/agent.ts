@@ -7,7 +7,8 @@
  * provider's function calling. Entries of other kinds and MCP servers are refused at load.
  *
  * Every round's text reaches a downstream Message live; `use_tools` records each call made.
- * The files it is shown (as LLM's) stay in its prompt for every round.
+ * The files it is shown (as LLM's) stay in its prompt for every round. Chunks its tools
+ * retrieve join the pass's references; with `cite` (on by default) it is asked to cite them.
  */
 import { z } from 'zod';
 import { type ComponentContext, type ComponentDefinition, defineComponent } from '../canvas/component';
@@ -30,6 +31,8 @@ import {
   structuredSchema,
   recordModelCall,
 } from './llm-params';
+import { citationPrompt } from '../knowledge/format';
+import { citationInstructions, keepCited, wantsCitations } from './citations';
 import { type ComponentServices, modelsOf, toolsOf } from './services';
 
 export const DEFAULT_MAX_ROUNDS = 5;
@@ -128,7 +131,9 @@ async function invokeAgent(p: AgentParams, ctx: ComponentContext, registry: Tool
   const model = modelsOf(ctx).resolve(p.llm_id);
   const schema = structuredSchema(p);
   if (schema && p.tools.length === 0) {
-    const { text, structured } = await structuredAnswer(model, await promptMessages(p, ctx, [schemaInstructions(schema)]), p, ctx);
+    const citing = wantsCitations(p, ctx);
+    const { text, structured } = await structuredAnswer(model, await promptMessages(p, ctx, [...citationInstructions(citing), schemaInstructions(schema)]), p, ctx);
+    if (citing) keepCited(ctx, text);
     return { outputs: { content: text, structured } };
   }
   const messages = await promptMessages(p, ctx);
@@ -168,7 +173,11 @@ interface Rounds {
   next: number;
 }
 
-/** The tool loop; yields the text of every round as it arrives. */
+/**
+ * The tool loop; yields the text of every round as it arrives. The Agent's own loop (not a
+ * sub-Agent's, as in RAGFlow) is asked to cite from the first round the pass has references
+ * in — found before it ran or by its tools — and narrows them to what its answer cited.
+ */
 async function* runRounds(
   model: ChatModel,
   start: ChatMessage[],
@@ -178,7 +187,14 @@ async function* runRounds(
 ): AsyncGenerator<string, void, undefined> {
   const tools = bindTools(p.tools, rounds);
   const messages = [...start];
+  const mayCite = rounds.path.length === 0;
+  let citing = false;
+  let answer = '';
   for (let round = 0; ; round++) {
+    if (mayCite && !citing && wantsCitations(p, rounds.ctx)) {
+      withSystemText(messages, citationPrompt());
+      citing = true;
+    }
     const last = round >= p.max_rounds || tools.length === 0;
     if (round >= p.max_rounds && tools.length > 0) {
       messages.push({ role: 'user', content: `You have used all ${p.max_rounds} rounds of tool calls. Answer now with what you have.` });
@@ -190,6 +206,7 @@ async function* runRounds(
       for await (const event of model.chat({ ...options, signal: rounds.signal })) {
         if (event.type === 'text') {
           text += event.text;
+          answer += event.text;
           yield event.text;
         } else if (event.type === 'tool_call') {
           calls.push(event.call);
@@ -202,7 +219,10 @@ async function* runRounds(
       recordModelCall(rounds.ctx, model, options, { error });
       throw error;
     }
-    if (last || calls.length === 0) return;
+    if (last || calls.length === 0) {
+      if (citing) keepCited(rounds.ctx, answer);
+      return;
+    }
     messages.push({ role: 'assistant', content: text, tool_calls: calls });
     const first = rounds.next;
     rounds.next += calls.length;
@@ -213,6 +233,13 @@ async function* runRounds(
       messages.push({ role: 'tool', content: result, tool_call_id: call.id });
     });
   }
+}
+
+/** Appends to the system prompt, or starts one. */
+function withSystemText(messages: ChatMessage[], text: string): void {
+  const first = messages[0];
+  if (first?.role === 'system' && typeof first.content === 'string') messages[0] = { ...first, content: first.content ? `${first.content}\n\n${text}` : text };
+  else messages.unshift({ role: 'system', content: text });
 }
 
 interface BoundTool {
@@ -268,6 +295,7 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
     ordinal,
     path: rounds.path,
     recordUsage: (usage) => rounds.ctx.recordUsage(usage),
+    get: (reference) => rounds.ctx.get(reference),
   };
   const request = { tool: call.name, arguments: args };
   let outcome;
@@ -277,13 +305,23 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
     rounds.ctx.recordCall({ kind: 'tool', name: call.name, request, error: error instanceof Error ? error.message : String(error) });
     throw error;
   }
+  const references = outcome.kind === 'result' ? outcome.references : undefined;
   rounds.ctx.recordCall({
     kind: 'tool',
     name: call.name,
     request,
-    ...(outcome.kind === 'result' ? { result: { content: outcome.content, ...(outcome.data !== undefined ? { data: outcome.data } : {}) } }
+    ...(outcome.kind === 'result'
+      ? {
+        result: {
+          content: outcome.content,
+          ...(outcome.data !== undefined ? { data: outcome.data } : {}),
+          // the chunks' text is in `content` already: their ids are enough here
+          ...(references ? { references: references.chunks.map((c) => c.id) } : {}),
+        },
+      }
       : outcome.kind === 'error' ? { error: outcome.error.message } : { result: { suspended: outcome.prompt } }),
   });
+  if (references) rounds.ctx.addReference(references.chunks, references.doc_aggs);
   if (outcome.kind === 'result') return outcome.content;
   if (outcome.kind === 'error') return `error: ${outcome.error.message}`;
   throw new ToolSuspendedError(call.name, outcome.prompt);

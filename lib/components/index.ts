@@ -1,7 +1,8 @@
 /**
  * The components Easel ships, by `component_name`: an explicit list, extended by
  * `withComponents`; the engine takes any registry. Components that call out (LLM, Agent,
- * Categorize, Invoke) find their model resolver and HTTP guard in the run's services.
+ * Categorize, Invoke, Retrieval) find their model resolver, HTTP guard and knowledge bases in
+ * the run's services.
  */
 import { type ComponentDefinition, type ComponentRegistry, createRegistry } from '../canvas/component';
 import { agent } from './agent';
@@ -18,6 +19,7 @@ import { loop } from './loop';
 import { loopItem } from './loop-item';
 import { message } from './message';
 import { refusedComponents } from './refused';
+import { retrieval } from './retrieval';
 import { stringTransform } from './string-transform';
 import { switchComponent } from './switch';
 import { userFillUp } from './user-fill-up';
@@ -40,6 +42,7 @@ export const coreComponents: readonly ComponentDefinition<any>[] = [
   agent,
   categorize,
   invoke,
+  retrieval,
   dataOperations,
   listOperations,
   ...refusedComponents,

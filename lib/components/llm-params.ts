@@ -38,6 +38,8 @@ export const llmParamsShape = {
   message_history_window_size: z.number().int().min(0).max(50).nullish(),
   max_retries: z.number().int().min(0).max(5).nullish(),
   output_structure: z.record(z.string(), z.unknown()).nullish(),
+  /** Cite the pass's references (RAGFlow's default: on); see citations.ts. */
+  cite: z.boolean().nullish(),
   /** The variable whose images the model is shown (RAGFlow's), e.g. `sys.files`. */
   visual_files_var: z.string().nullish(),
   outputs: z.record(z.string(), z.unknown()).nullish(),

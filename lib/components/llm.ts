@@ -20,6 +20,7 @@ import {
   structuredAnswer,
   structuredSchema,
 } from './llm-params';
+import { citationInstructions, keepCited, wantsCitations } from './citations';
 import { modelsOf } from './services';
 
 export const llm = defineComponent({
@@ -32,23 +33,30 @@ export const llm = defineComponent({
   async invoke(p, ctx) {
     const model = modelsOf(ctx).resolve(p.llm_id);
     const schema = structuredSchema(p);
+    const citing = wantsCitations(p, ctx);
+    const cite = citationInstructions(citing);
     if (schema) {
-      const messages = await promptMessages(p, ctx, [schemaInstructions(schema)]);
+      const messages = await promptMessages(p, ctx, [...cite, schemaInstructions(schema)]);
       const { text, structured } = await structuredAnswer(model, messages, p, ctx);
+      if (citing) keepCited(ctx, text);
       return { outputs: { content: text, structured } };
     }
-    const messages = await promptMessages(p, ctx);
+    const messages = await promptMessages(p, ctx, cite);
     const options: ChatOptions = { messages, ...samplingOptions(p) };
     if (ctx.downstreamStreams && !ctx.handlesErrors) {
-      return { outputs: { content: new TextStream(streamAnswer(model, options, ctx)) } };
+      return { outputs: { content: new TextStream(streamAnswer(model, options, ctx, citing)) } };
     }
     const { text } = await completeCounted(model, options, ctx);
+    if (citing) keepCited(ctx, text);
     return { outputs: { content: text } };
   },
 });
 
-/** The answer as deltas; the usage is counted when the stream ends. */
-export async function* streamAnswer(model: ChatModel, options: ChatOptions, ctx: ComponentContext): AsyncGenerator<string, void, undefined> {
+/**
+ * The answer as deltas; the usage is counted when the stream ends, and an answer that cites
+ * narrows the references then, before the Message showing it sends its `message_end`.
+ */
+export async function* streamAnswer(model: ChatModel, options: ChatOptions, ctx: ComponentContext, citing = false): AsyncGenerator<string, void, undefined> {
   let text = '';
   try {
     for await (const event of model.chat({ ...options, signal: ctx.signal })) {
@@ -64,4 +72,5 @@ export async function* streamAnswer(model: ChatModel, options: ChatOptions, ctx:
     recordModelCall(ctx, model, options, { error });
     throw error;
   }
+  if (citing) keepCited(ctx, text);
 }

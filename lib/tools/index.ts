@@ -2,5 +2,6 @@
 export * from './call';
 export * from './errors';
 export * from './registry';
+export { NOTHING_FOUND, RETRIEVAL_FUNCTION, retrievalTool, type RetrievalToolParams } from './retrieval';
 export { SUB_AGENT_TIMEOUT_MS, subAgentTool, type SubAgentHost } from './sub-agent';
 export * from './types';

@@ -17,6 +17,7 @@
  * ```
  */
 import type { z } from 'zod';
+import { retrievalTool } from './retrieval';
 import type { Tool, ToolOutcome } from './types';
 
 /** One tool entry of an Agent's DSL, its params validated by its kind. */
@@ -101,5 +102,7 @@ export function createToolRegistry(kinds: readonly ToolKind<any>[], options: Too
   };
 }
 
-/** The kinds Easel ships; sub-Agents only, so far. */
-export const builtinTools: ToolRegistry = createToolRegistry([]);
+/** The kinds Easel ships (sub-Agents besides, which every Agent provides). */
+export const builtinToolKinds: readonly ToolKind<any>[] = [retrievalTool];
+
+export const builtinTools: ToolRegistry = createToolRegistry(builtinToolKinds);

@@ -1,5 +1,5 @@
 /**
- * The one interface every tool an Agent can call implements: sub-Agents today; retrieval,
+ * The one interface every tool an Agent can call implements: sub-Agents and retrieval today;
  * built-in web and data tools, MCP and tool approvals later. A tool describes itself to the
  * model (name, description, JSON-schema parameters) and answers a call with an outcome:
  * a result, a typed error, or a suspension (a person must decide before it can go on).
@@ -17,6 +17,8 @@
  * ```
  */
 import type { TokenUsage } from '../canvas/component';
+import type { ReferenceChunk, ReferenceDocument } from '../canvas/run-references';
+import type { RunKnowledge } from '../knowledge/types';
 import type { ModelResolver } from '../llm/models';
 import type { SsrfGuard } from '../outbound/ssrf';
 import type { ToolError, ToolTransientError } from './errors';
@@ -28,6 +30,16 @@ export interface ToolResult {
   kind: 'result';
   content: string;
   data?: unknown;
+  /**
+   * What the result was found in (retrieved chunks and their documents): the Agent adds them
+   * to the pass's references (lib/canvas/run-references), which `message_end` carries.
+   */
+  references?: ToolReferences;
+}
+
+export interface ToolReferences {
+  chunks: readonly ReferenceChunk[];
+  doc_aggs: readonly ReferenceDocument[];
 }
 
 /**
@@ -59,6 +71,8 @@ export interface ToolServices {
   readonly guard?: SsrfGuard;
   /** Secret values by name (`{secret.NAME}`), resolved at call time, never logged. */
   readonly secret?: (name: string) => string | undefined | Promise<string | undefined>;
+  /** The run's tenant's knowledge bases (lib/knowledge), for retrieval tools. */
+  readonly knowledge?: RunKnowledge;
 }
 
 /** What a tool sees of the run during one call. Small on purpose. */
@@ -77,6 +91,11 @@ export interface ToolContext {
   readonly path: readonly number[];
   /** Counts model tokens towards the turn, for tools that call a model. */
   recordUsage(usage: TokenUsage): void;
+  /**
+   * The raw value of one of the run's variables (`begin@kb`, `{sys.query}`), for tools whose
+   * params name them; absent where the caller has no run to read.
+   */
+  get?(reference: string): Promise<unknown>;
 }
 
 export interface Tool {

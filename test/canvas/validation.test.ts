@@ -104,12 +104,12 @@ describe('compileWorkflow validation', () => {
     const problems = problemsOf(
       dsl({
         'TavilySearch:A': node('TavilySearch', { api_key: 'x' }),
-        'Retrieval:B': node('Retrieval', { kb_ids: [] }),
+        'Crawler:B': node('Crawler', { proxy: '' }),
         'TavilySearch:C': node('TavilySearch'),
       }),
     );
-    expect(problems[0]).toEqual({ field: 'components', message: 'unsupported components: Retrieval, TavilySearch' });
-    for (const id of ['TavilySearch:A', 'Retrieval:B', 'TavilySearch:C']) {
+    expect(problems[0]).toEqual({ field: 'components', message: 'unsupported components: Crawler, TavilySearch' });
+    for (const id of ['TavilySearch:A', 'Crawler:B', 'TavilySearch:C']) {
       expectProblem(problems, { component_id: id, field: 'obj.component_name', message: /unsupported component/ });
     }
   });
@@ -370,10 +370,10 @@ describe('compileWorkflow validation', () => {
           conditions: [{ items: [{ cpn_id: 'sys.query', operator: 'approximately' }], to: ['Message:Out'] }],
           end_cpn_ids: ['Message:Out'],
         }),
-        'Retrieval:R': node('Retrieval'),
+        'Crawler:R': node('Crawler'),
       }),
     );
-    expectProblem(problems, { field: 'components', message: /unsupported components: Retrieval/ });
+    expectProblem(problems, { field: 'components', message: /unsupported components: Crawler/ });
     expectProblem(problems, { component_id: 'begin', field: 'downstream', message: /Message:Ghost/ });
     expectProblem(problems, { component_id: 'Message:Out', field: 'obj.params.content.0', message: /Agent:Gone/ });
     expectProblem(problems, { component_id: 'Message:Empty', field: 'obj.params.content', message: /non-empty/ });

@@ -67,6 +67,7 @@ describe('Agent with a sub-agent tool', () => {
     params.tools = [
       { component_name: 'TavilySearch', name: 'search', params: {} },
       { component_name: 'Retrieval', name: 'kb', params: {} },
+      { component_name: 'WenCai', name: 'stocks', params: {} },
       { component_name: 'Agent', name: 'helper', params: {} },
     ];
     params.mcp = [{ mcp_id: 'x', tools: {} }];
@@ -83,7 +84,7 @@ describe('Agent with a sub-agent tool', () => {
     expect(problems).toContainEqual(expect.objectContaining({
       component_id: 'Agent:Planner',
       field: 'obj.params.tools',
-      message: 'unsupported tool kinds: TavilySearch, Retrieval (only sub-Agents are supported as tools)',
+      message: 'unsupported tool kinds: TavilySearch, WenCai (supported: Agent, Retrieval)',
     }));
     expect(problems).toContainEqual(expect.objectContaining({ component_id: 'Agent:Planner', field: 'obj.params.mcp', message: 'MCP servers are not supported' }));
   });

@@ -27,12 +27,12 @@ describe('components Easel refuses by name', () => {
 
   it('lists refused and unknown components together, sorted', () => {
     const definition = oneComponent('Browser:Web', {}, {}, {
-      'ExcelProcessor:Sheet': { obj: { component_name: 'ExcelProcessor', params: {} }, downstream: ['Retrieval:Kb'] },
-      'Retrieval:Kb': { obj: { component_name: 'Retrieval', params: {} }, downstream: [] },
+      'ExcelProcessor:Sheet': { obj: { component_name: 'ExcelProcessor', params: {} }, downstream: ['WenCai:Kb'] },
+      'WenCai:Kb': { obj: { component_name: 'WenCai', params: {} }, downstream: [] },
     });
     const problems = problemsOf(definition);
-    expect(problems[0]).toEqual({ field: 'components', message: 'unsupported components: Browser, ExcelProcessor, Retrieval' });
-    expect(problems).toContainEqual({ component_id: 'Retrieval:Kb', field: 'obj.component_name', message: 'unsupported component "Retrieval"' });
+    expect(problems[0]).toEqual({ field: 'components', message: 'unsupported components: Browser, ExcelProcessor, WenCai' });
+    expect(problems).toContainEqual({ component_id: 'WenCai:Kb', field: 'obj.component_name', message: 'unsupported component "WenCai"' });
   });
 
   it('a host that provides the component replaces the refusal by registering it under the same name', async () => {

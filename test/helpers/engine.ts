@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { builtinComponents } from '../../lib/components';
+import type { RunKnowledge } from '../../lib/knowledge/types';
 import type { StoreContext } from '../../lib/store/dynamo';
 import { createWorkflow } from '../../lib/store/workflows';
 import type { TurnEngine } from '../../lib/turns/execute';
@@ -16,11 +17,15 @@ export function testStore(): StoreContext {
   return { doc, table: tableName };
 }
 
-export function testEngine(options: { openaiUrl?: string; leaseMs?: number; store?: StoreContext; allow?: string[] } = {}): TurnEngine {
+export function testEngine(options: { openaiUrl?: string; leaseMs?: number; store?: StoreContext; allow?: string[]; knowledge?: RunKnowledge } = {}): TurnEngine {
   return {
     store: options.store ?? testStore(),
     registry: builtinComponents,
-    services: testServices({ ...(options.openaiUrl ? { openaiUrl: options.openaiUrl } : {}), ...(options.allow ? { allow: options.allow } : {}) }),
+    services: testServices({
+      ...(options.openaiUrl ? { openaiUrl: options.openaiUrl } : {}),
+      ...(options.allow ? { allow: options.allow } : {}),
+      ...(options.knowledge ? { knowledge: options.knowledge } : {}),
+    }),
     // a claim outlives any turn of a test on the wall clock; tests of expiry move their own clock past it
     leaseMs: options.leaseMs ?? 60_000,
   };

@@ -49,8 +49,8 @@ describe('tool registry', () => {
     expect(() => createToolRegistry([{ ...lookup, name: 'Agent' } as ToolKind])).toThrow(/sub-Agents/);
   });
 
-  it('ships no kinds besides sub-Agents yet', () => {
-    expect(builtinTools.kinds).toEqual([]);
+  it('ships Retrieval besides sub-Agents', () => {
+    expect(builtinTools.kinds).toEqual(['Retrieval']);
   });
 });
 
@@ -90,6 +90,6 @@ describe('Agent built on a registry', () => {
 
   it('the built-in Agent does not know the kind', () => {
     const problems = problemsOf(agentDsl([{ component_name: 'Lookup', name: 'capitals', params: { table: 'capitals' } }]));
-    expect(problems).toEqual([expect.objectContaining({ message: 'unsupported tool kinds: Lookup (only sub-Agents are supported as tools)' })]);
+    expect(problems).toEqual([expect.objectContaining({ message: 'unsupported tool kinds: Lookup (supported: Agent, Retrieval)' })]);
   });
 });

@@ -4,7 +4,9 @@
  * session continues through `session_id` (or `metadata.session_id`, `id`, `metadata.id`); every
  * response and chunk names the session as its `id` and carries an `easel` object with the
  * run's status, turn and what it waits for; form answers go in `metadata.inputs`. Its new
- * sessions are on RAGFlow's `agent` path, with RAGFlow's Begin rules.
+ * sessions are on RAGFlow's `agent` path, with RAGFlow's Begin rules. A turn's references
+ * (retrieved chunks) come as RAGFlow sends them: a chunk with `delta.reference` per
+ * `message_end` that has some, or `message.reference` in a whole answer.
  */
 import type { Context } from 'hono';
 import { isRecord } from '../../canvas/references';
@@ -42,10 +44,11 @@ export async function openaiCompletion(c: Context<RagflowEnv>, deps: AppDeps, ag
   if (!truthy(body.stream)) {
     const result = await runConversation(deps, conv);
     const r = result.response;
+    const reference = referenceOf(r.events);
     return c.json({
       ...base,
       object: 'chat.completion',
-      choices: [{ index: 0, message: { role: 'assistant', content: answerText(r) }, logprobs: null, finish_reason: 'stop' }],
+      choices: [{ index: 0, message: { role: 'assistant', content: answerText(r), ...(reference ? { reference } : {}) }, logprobs: null, finish_reason: 'stop' }],
       usage: { prompt_tokens: r.usage.prompt_tokens, completion_tokens: r.usage.completion_tokens, total_tokens: r.usage.total_tokens },
       easel: easelOf(r),
     });
@@ -60,18 +63,26 @@ export async function openaiCompletion(c: Context<RagflowEnv>, deps: AppDeps, ag
     write(chunk(first ? { role: 'assistant', content } : { content }, null));
     first = false;
   };
+  // as RAGFlow's completion_openai: a message_end with references is a chunk of its own
+  const sendReference = (data: Record<string, unknown>) => {
+    if (isRecord(data.reference)) write(chunk({ content: '', reference: data.reference }, null));
+  };
   const { turn } = await startStreamedTurn((started) =>
     runConversation(deps, conv, {
       onEvent: (e) => {
         started();
         if (e.event === 'message') send(e.data.content);
+        if (e.event === 'message_end') sendReference(e.data);
       },
     }),
   );
   void turn.then(
     (result) => {
       const r = result.response;
-      if (result.replayed) send(messagesOf(r));
+      if (result.replayed) {
+        send(messagesOf(r));
+        for (const e of r.events) if (e.event === 'message_end') sendReference(e.data);
+      }
       if (r.next_input_hint) send(`${messagesOf(r) ? '\n\n' : ''}${r.next_input_hint.tips}`);
       const usage = { prompt_tokens: r.usage.prompt_tokens, completion_tokens: r.usage.completion_tokens, total_tokens: r.usage.total_tokens };
       write(chunk({}, 'stop', r, usage));
@@ -101,6 +112,13 @@ function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) return content.map((p) => (isRecord(p) && typeof p.text === 'string' ? p.text : '')).join('');
   return '';
+}
+
+/** The turn's references as RAGFlow's non-streaming answer merges them (the last message_end's win). */
+function referenceOf(events: TurnResponse['events']): Record<string, unknown> | undefined {
+  const merged: Record<string, unknown> = {};
+  for (const e of events) if (e.event === 'message_end' && isRecord(e.data.reference)) Object.assign(merged, e.data.reference);
+  return Object.keys(merged).length > 0 ? merged : undefined;
 }
 
 function messagesOf(r: TurnResponse): string {

@@ -1,8 +1,10 @@
 /**
  * An Easel run as RAGFlow shows a session: its messages rebuilt from the turns (the prologue
- * first), and, when asked, the state as a `dsl` (RAGFlow keeps a copy of the canvas per session).
+ * first; an assistant message with the references its `message_end` sent, kept in the turn's
+ * history), and, when asked, the state as a `dsl` (RAGFlow keeps a copy of the canvas per session).
  */
 import { Canvas } from '../../canvas';
+import { isRecord } from '../../canvas/references';
 import { NotFoundError } from '../../store/errors';
 import type { SessionSummary } from '../../store/session-listing';
 import { loadSession } from '../../store/sessions';
@@ -23,7 +25,11 @@ export async function sessionView(engine: TurnEngine, tenant: string, summary: S
   const prologue = Canvas.create(workflow, { seed: 0 }).prologue;
   const messages = [
     ...(prologue ? [{ role: 'assistant', content: prologue }] : []),
-    ...(loaded.history as [string, string][]).map(([role, content]) => ({ role, content })),
+    ...(loaded.history as [string, string, unknown?][]).map(([role, content, reference]) => ({
+      role,
+      content,
+      ...(role === 'assistant' && isRecord(reference) ? { reference: referenceList(reference) } : {}),
+    })),
   ];
   const view: Record<string, unknown> = {
     id: summary.id,
@@ -50,16 +56,39 @@ export async function sessionView(engine: TurnEngine, tenant: string, summary: S
       components: dsl.components,
       graph: dsl.graph ?? {},
       globals: state.globals,
-      history: loaded.history,
+      history: (loaded.history as [string, string][]).map(([role, content]) => [role, content]),
       path: state.frontier,
       messages: [],
-      retrieval: [],
+      // RAGFlow's list of per-run references; Easel keeps the current pass's
+      retrieval: isRecord(state.retrieval) ? [state.retrieval] : [],
       memory: [],
       task_id: agentId,
       easel: { status: state.status, turn_number: summary.turn, prompt: state.prompt ?? null },
     };
   }
   return view;
+}
+
+/**
+ * A message's references as RAGFlow's `_normalize_agent_session` lists them: each chunk with
+ * its citation id (the `[ID:n]` the answer writes).
+ */
+function referenceList(reference: Record<string, unknown>): Record<string, unknown>[] {
+  const chunks = isRecord(reference.chunks) ? reference.chunks : {};
+  return Object.entries(chunks).map(([citationId, raw]) => {
+    const chunk = isRecord(raw) ? raw : {};
+    const pick = (first: string, second: string) => chunk[first] ?? chunk[second] ?? null;
+    return {
+      id: pick('chunk_id', 'id'),
+      content: pick('content_with_weight', 'content'),
+      document_id: pick('doc_id', 'document_id'),
+      document_name: pick('docnm_kwd', 'document_name'),
+      dataset_id: pick('kb_id', 'dataset_id'),
+      image_id: pick('image_id', 'img_id'),
+      positions: pick('positions', 'position_int'),
+      citation_id: citationId,
+    };
+  });
 }
 
 /**
