@@ -31,12 +31,12 @@ export async function knowledgeWarnings(deps: AppDeps, tenant: string, dsl: unkn
   return refs.flatMap(({ component_id, ids }) => {
     const unknown = ids.filter((id) => missing.has(id));
     if (unknown.length === 0) return [];
-    const what = unknown.length === 1 ? 'a knowledge base' : 'knowledge bases';
+    const one = unknown.length === 1;
     return [{
       code: 'unknown_knowledge_base' as const,
       component_id,
       ids: unknown,
-      message: `${component_id} names ${what} this tenant does not have: ${unknown.join(', ')}. The workflow is stored; create ${unknown.length === 1 ? 'it' : 'them'} (or give a knowledge base ${unknown.length === 1 ? 'this id' : 'these ids'} as aliases) before a run retrieves from ${unknown.length === 1 ? 'it' : 'them'}.`,
+      message: `${component_id} names ${one ? 'a knowledge base' : 'knowledge bases'} this tenant does not have: ${unknown.join(', ')}. The workflow is stored; a run fails there until ${one ? 'it' : 'each'} is the id, name or alias of one of the tenant's knowledge bases.`,
     }];
   });
 }

@@ -4,12 +4,14 @@
  * that fails shows FAIL with its reason and stops nothing else), the document cap, unsupported
  * types, deleting a document (its chunks leave the search), and admin keys only.
  */
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_DOCUMENT_BYTES } from '../../lib/knowledge/limits';
 import { endUserToken, makeEmbedSecret } from '../helpers/end-users';
 import { testEngine } from '../helpers/engine';
 import { type Served, serveApp } from '../helpers/http';
 import { fixture } from '../helpers/canvas';
+import { graph } from '../helpers/dsl-builder';
 import { BROKEN_PDF, FAQ_TXT, GUIDE_MD, multipart, type Part } from '../helpers/knowledge-docs';
 
 const BASE = '/workflows/v1/knowledge-bases';
@@ -92,6 +94,21 @@ describe('knowledge bases', () => {
     expect((await api.call('PATCH', `${BASE}/${kb.id}`, { body: { backend: 'bedrock' } })).json).toMatchObject({ code: 'invalid_request', field: 'backend' });
     expect((await api.call('POST', `${BASE}/${kb.id}/search`, { body: { question: '' } })).json).toMatchObject({ code: 'invalid_request', field: 'question' });
     expect((await api.call('POST', `${BASE}/${kb.id}/documents/parse`, { body: { document_ids: [] } })).json).toMatchObject({ code: 'invalid_request', field: 'document_ids' });
+  });
+});
+
+describe('the OpenAPI document', () => {
+  it('describes every knowledge-base route', async () => {
+    const doc = await api.call('GET', '/openapi.json', { key: null });
+    const paths = Object.entries(doc.json.paths as Record<string, Record<string, unknown>>)
+      .filter(([path]) => path.startsWith(BASE))
+      .flatMap(([path, ops]) => Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`));
+    expect(paths.sort()).toEqual([
+      `DELETE ${BASE}/{id}`, `DELETE ${BASE}/{id}/documents/{doc}`,
+      `GET ${BASE}`, `GET ${BASE}/{id}`, `GET ${BASE}/{id}/documents`, `GET ${BASE}/{id}/documents/{doc}`, `GET ${BASE}/{id}/documents/{doc}/chunks`,
+      `PATCH ${BASE}/{id}`,
+      `POST ${BASE}`, `POST ${BASE}/{id}/documents`, `POST ${BASE}/{id}/documents/parse`, `POST ${BASE}/{id}/search`,
+    ].sort());
   });
 });
 
@@ -218,5 +235,59 @@ describe('who may', () => {
     }
     expect((await upload(kb.id, [{ name: 'faq.txt', content: FAQ_TXT }], '', execute)).status).toBe(403);
     expect((await api.call('GET', `${BASE}/${kb.id}`)).json.name).toBe('Admins only');
+  });
+});
+
+describe('import warnings', () => {
+  /** Begin -> Retrieval (naming `ids`) -> an Agent with a Retrieval tool in a sub-Agent (naming `toolIds`) -> Message. */
+  const ragDsl = (ids: string[], toolIds: string[] = []) => graph({
+    begin: ['Begin', { mode: 'conversational' }, ['Retrieval:Docs']],
+    'Retrieval:Docs': ['Retrieval', { query: '{sys.query}', kb_ids: ids }, ['Agent:Answer']],
+    'Agent:Answer': ['Agent', {
+      llm_id: 'echo',
+      sys_prompt: 'Answer from {Retrieval:Docs@formalized_content}',
+      prompts: [{ role: 'user', content: '{sys.query}' }],
+      tools: toolIds.length === 0 ? [] : [{ component_name: 'Agent', name: 'Helper', params: { llm_id: 'echo', sys_prompt: 'Look it up', prompts: [{ role: 'user', content: '{sys.query}' }], tools: [{ component_name: 'Retrieval', name: 'Lookup', params: { kb_ids: toolIds } }] } }],
+    }, ['Message:Out']],
+    'Message:Out': ['Message', { content: ['{Agent:Answer@content}'] }],
+  });
+
+  it('name the knowledge bases a Retrieval or a Retrieval tool names that the tenant lacks, and store the workflow all the same', async () => {
+    const known = await create({ name: 'Known manuals', aliases: ['0a5aaec4a819b11f095f1047c16ec874'] });
+    expect(known.status).toBe(201);
+    const kb = known.json;
+    const missing = '65cb5150819b11f08347047c16ec874f';
+    const made = await api.call('POST', '/workflows/v1/workflows', { body: { name: 'rag', dsl: ragDsl([kb.id, 'Known manuals', '0a5aaec4a819b11f095f1047c16ec874', missing, 'begin@kb'], ['Unknown handbook']) } });
+    expect(made.status).toBe(201);
+    expect(made.json.warnings).toEqual([
+      { code: 'unknown_knowledge_base', component_id: 'Retrieval:Docs', ids: [missing], message: `Retrieval:Docs names a knowledge base this tenant does not have: ${missing}. The workflow is stored; a run fails there until it is the id, name or alias of one of the tenant's knowledge bases.` },
+      { code: 'unknown_knowledge_base', component_id: 'Agent:Answer', ids: ['Unknown handbook'], message: expect.stringContaining('Agent:Answer names a knowledge base this tenant does not have: Unknown handbook.') },
+    ]);
+    expect((await api.call('GET', `/workflows/v1/workflows/${made.json.id}`)).status).toBe(200);
+    const clean = await api.call('POST', `/workflows/v1/workflows/${made.json.id}/versions`, { body: { dsl: ragDsl([kb.id]) } });
+    expect(clean.json).toEqual({ version: 2, active_version: 2, warnings: [] });
+    const again = await api.call('POST', `/workflows/v1/workflows/${made.json.id}/versions`, { body: { dsl: ragDsl([missing, 'other']) } });
+    expect(again.json.warnings).toMatchObject([{ component_id: 'Retrieval:Docs', ids: [missing, 'other'], message: expect.stringContaining('names knowledge bases this tenant does not have') }]);
+
+    // RAGFlow's envelope stays as it is: the warning rides in `message`
+    const agent = await api.call('POST', '/api/v1/agents', { body: { title: `RAG ${Date.now()}`, dsl: ragDsl([missing]) } });
+    expect(agent.json).toMatchObject({ code: 0, data: { id: expect.any(String) } });
+    expect(agent.json.message).toBe(`Warning: ${made.json.warnings[0].message}`);
+    const updated = await api.call('PUT', `/api/v1/agents/${agent.json.data.id}`, { body: { dsl: ragDsl([kb.name]) } });
+    expect(updated.json).toEqual({ code: 0, message: 'success', data: { update_time: expect.any(Number) } });
+  });
+
+  it('read the same for another tenant’s knowledge base as for a missing one, byte for byte', async () => {
+    const otherTenant = await serveApp(api.engine);
+    const theirs = (await otherTenant.call('POST', BASE, { body: { name: 'Their manuals' } })).json;
+    await otherTenant.close();
+    const missing = randomBytes(16).toString('hex');
+    const withTheirs = await api.call('POST', '/workflows/v1/workflows', { body: { name: 'theirs', dsl: ragDsl([theirs.id, 'Their manuals']) } });
+    const withMissing = await api.call('POST', '/workflows/v1/workflows', { body: { name: 'theirs', dsl: ragDsl([missing, 'Their manuals']) } });
+    expect(withTheirs.json.warnings).toHaveLength(1);
+    expect(JSON.stringify(withTheirs.json.warnings).replaceAll(theirs.id, '<id>')).toBe(JSON.stringify(withMissing.json.warnings).replaceAll(missing, '<id>'));
+    const agentTheirs = await api.call('POST', '/api/v1/agents', { body: { title: `T ${theirs.id}`, dsl: ragDsl([theirs.id]) } });
+    const agentMissing = await api.call('POST', '/api/v1/agents', { body: { title: `T ${missing}`, dsl: ragDsl([missing]) } });
+    expect(agentTheirs.json.message.replaceAll(theirs.id, '<id>')).toBe(agentMissing.json.message.replaceAll(missing, '<id>'));
   });
 });
