@@ -145,7 +145,7 @@ export function createApp(deps: AppDeps): App {
       runToken: c.req.header(RUN_TOKEN_HEADER),
       endUserToken: c.req.header(END_USER_TOKEN_HEADER),
     }));
-    if (c.req.method === 'POST' || c.req.method === 'PUT') await checkJson(c.req.raw.clone(), limits.maxJsonDepth);
+    if (c.req.method === 'POST' || c.req.method === 'PUT' || c.req.method === 'PATCH') await checkJson(c.req.raw.clone(), limits.maxJsonDepth);
     await next();
   });
 

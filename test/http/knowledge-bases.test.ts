@@ -85,7 +85,8 @@ describe('knowledge bases', () => {
     expect((await refused({ name: 'x', backend: 'bedrock', bedrock: { knowledge_base_id: 'lowercase1' } })).field).toBe('bedrock.knowledge_base_id');
     // what only the service knows: names are unique in the tenant, in any case
     await create({ name: 'Unique name' });
-    expect((await refused({ name: 'UNIQUE NAME' })).error).toBe('name: a knowledge base named "UNIQUE NAME" exists already');
+    expect(await refused({ name: 'UNIQUE NAME' })).toEqual({ code: 'invalid_request', field: 'name', error: 'name: a knowledge base named "UNIQUE NAME" exists already' });
+    expect((await refused({ name: 'x', local: { embedding_model: 'nowhere:model' } })).field).toBe('local.embedding_model');
 
     expect((await api.call('GET', `${BASE}/not-an-id`)).json).toMatchObject({ code: 'invalid_request', field: 'id' });
     expect((await api.call('GET', `${BASE}?cursor=forged`)).json).toMatchObject({ code: 'invalid_request', field: 'cursor' });

@@ -20,6 +20,7 @@
  */
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
+import { EaselError } from '../../errors';
 import type { KnowledgeAdmin, ListOptions } from '../../knowledge/types';
 import type { AppDeps, AppEnv } from '../app';
 import { requireAdmin } from '../auth';
@@ -69,8 +70,23 @@ function paging(query: { limit: number; cursor?: string | undefined }) {
   };
 }
 
+/**
+ * The knowledge service names the field a refusal is about at the start of its message
+ * (`name: a knowledge base named "X" exists already`); answers name it in `field` too, as every
+ * other refusal of one field does.
+ */
+function withField(error: unknown): unknown {
+  if (!(error instanceof EaselError) || error instanceof HttpError || error.code !== 'invalid_request') return error;
+  const field = /^([a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)*): /.exec(error.message)?.[1];
+  return field ? new HttpError('invalid_request', error.message, { field }) : error;
+}
+
 export function knowledgeBaseRoutes(deps: AppDeps): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  // answered by the app's own error mapping, with the field named
+  app.onError((error) => {
+    throw withField(error);
+  });
   const maxBytes = maxDocumentBytes(deps);
   /** The tenant of an admin key, and the service; anything else is refused before a read. */
   const admin = (c: { get(key: 'principal'): AppEnv['Variables']['principal'] }): { tenant: string; knowledge: KnowledgeAdmin } => {
