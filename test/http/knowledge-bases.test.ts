@@ -93,6 +93,8 @@ describe('knowledge bases', () => {
     expect((await api.call('GET', `${BASE}?limit=0`)).json).toMatchObject({ code: 'invalid_request', field: 'limit' });
     const kb = (await create({ name: 'Patch target' })).json;
     expect((await api.call('PATCH', `${BASE}/${kb.id}`, { body: { backend: 'bedrock' } })).json).toMatchObject({ code: 'invalid_request', field: 'backend' });
+    expect((await api.call('PATCH', `${BASE}/${kb.id}`, { raw: '{"name": ' })).json).toEqual({ code: 'invalid_request', error: 'the body is not valid JSON' });
+    expect((await api.call('PATCH', `${BASE}/${kb.id}`, { raw: `${'{"a":'.repeat(70)}1${'}'.repeat(70)}` })).json).toMatchObject({ code: 'invalid_request', error: 'the JSON body nests deeper than 64 levels' });
     expect((await api.call('POST', `${BASE}/${kb.id}/search`, { body: { question: '' } })).json).toMatchObject({ code: 'invalid_request', field: 'question' });
     expect((await api.call('POST', `${BASE}/${kb.id}/documents/parse`, { body: { document_ids: [] } })).json).toMatchObject({ code: 'invalid_request', field: 'document_ids' });
   });
