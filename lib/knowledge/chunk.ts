@@ -3,7 +3,8 @@
  * rag/nlp/delim.py), with one change: the token budget is a ceiling, not a target.
  *
  * - The document's sections are split at the delimiters into pieces; the delimiters' text is
- *   dropped and pieces that are empty or only whitespace with them. Each character of the
+ *   dropped, and so are pieces that are empty or only whitespace, and blank lines and trailing
+ *   whitespace around a piece. Each character of the
  *   field is a delimiter, a run in backticks one delimiter (`` `##` ``), longest first.
  * - Pieces are merged in order, joined by `\n`, while the chunk stays within its budget.
  *   RAGFlow lets the piece that crosses the budget in and keeps an oversized piece whole;
@@ -105,7 +106,7 @@ export function hasWrappedDelimiter(field: string): boolean {
 
 function delimiterPattern(delimiters: readonly string[]): RegExp | undefined {
   if (delimiters.length === 0) return undefined;
-  return new RegExp(delimiters.map((delimiter) => delimiter.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')).join('|'), 'u');
+  return new RegExp(delimiters.map((delimiter) => delimiter.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('|'), 'u');
 }
 
 function normalizeNewlines(text: string): string {
@@ -119,8 +120,10 @@ function splitPieces(doc: ParsedDocument, pattern: RegExp | undefined, limit: nu
     const text = normalizeNewlines(section.text);
     const parts = pattern ? text.split(pattern) : [text];
     for (const part of parts) {
-      if (part.trim() === '') continue;
-      for (const piece of splitToBudget(part, limit)) {
+      // Blank lines around a piece are not its text; a first line's indentation is (code).
+      const trimmed = part.replace(/^(?:[^\S\n]*\n)+/, '').trimEnd();
+      if (trimmed === '') continue;
+      for (const piece of splitToBudget(trimmed, limit)) {
         pieces.push(section.page === undefined ? piece : { ...piece, page: section.page });
       }
     }
@@ -237,24 +240,25 @@ export function splitToBudget(text: string, limit: number): { text: string; toke
   let rest = text;
   for (;;) {
     const cut = cutIndex(rest, limit);
-    if (cut === undefined) break;
+    if (typeof cut !== 'number') {
+      if (rest.trim() !== '') parts.push({ text: rest, tokens: cut.tokens });
+      return parts;
+    }
     const head = rest.slice(0, cut).trimEnd();
     if (head !== '') parts.push({ text: head, tokens: countTokens(head) });
     rest = rest.slice(cut).trimStart();
   }
-  if (rest.trim() !== '') parts.push({ text: rest, tokens: countTokens(rest) });
-  return parts;
 }
 
 /**
- * Where to cut `text` so its head has at most `limit` tokens; undefined when all of it fits.
+ * Where to cut `text` so its head has at most `limit` tokens, or its count when all of it fits.
  * Only a window a few times the budget is counted, so a huge piece costs linear time.
  */
-function cutIndex(text: string, limit: number): number | undefined {
+function cutIndex(text: string, limit: number): number | { tokens: number } {
   let window = Math.min(text.length, limit * 8);
   let windowTokens = countTokens(text.slice(0, window));
   while (windowTokens <= limit) {
-    if (window === text.length) return undefined;
+    if (window === text.length) return { tokens: windowTokens };
     window = Math.min(text.length, window * 2);
     windowTokens = countTokens(text.slice(0, window));
   }
@@ -277,9 +281,9 @@ function cutIndex(text: string, limit: number): number | undefined {
   return niceCut(text, cut, limit);
 }
 
-/** The last line, sentence or word end in the last fifth before `cut`, if the head still fits. */
+/** The last line, sentence or word end in the last third before `cut`, if the head still fits. */
 function niceCut(text: string, cut: number, limit: number): number {
-  const from = Math.floor(cut * 0.8);
+  const from = Math.floor((cut * 2) / 3);
   const head = text.slice(from, cut);
   for (const boundary of [/\n/g, /[.!?;:。！？；](?=\s)|[。！？；]/g, /\s/g]) {
     let last = -1;

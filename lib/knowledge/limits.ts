@@ -11,12 +11,21 @@
 export const MAX_DOCUMENT_BYTES = 4 * 1024 * 1024;
 
 /**
- * Most chunks one knowledge base holds: 20,000 (about 8 M tokens at RAGFlow's default 512
- * tokens per chunk, a few hundred books). The whole index of a knowledge base is loaded into
- * a warm process's memory to answer a query; at this size it stays within the index cache of a
- * 1 GB Lambda and loads in well under a second.
+ * Most chunks one knowledge base holds: 10,000 (about 4 M tokens at ~400 tokens a chunk, some
+ * 10,000 pages). Every parse rebuilds the whole index in its request, and every warm process
+ * that searches holds the whole of it. Measured with bench/knowledge-local.ts (chunks of ~300
+ * words; CPU time on a shared 2-core machine):
+ *
+ *   chunks  vectors  build+serialize  brotli  blob    load    heap     query p50 / p95
+ *   10,000  none     13.2 s           2.8 s   11 MB   1.3 s   ~120 MB  28 / 56 ms
+ *   10,000  1024     16.0 s           5.5 s   49 MB   2.1 s   ~160 MB  86 / 123 ms
+ *   20,000  none     22.9 s           5.6 s   22 MB   2.5 s   ~120 MB  63 / 117 ms
+ *   20,000  1024     31.6 s          10.5 s   99 MB   3.6 s   ~300 MB  148 / 241 ms
+ *
+ * At 20,000 a rebuild alone passes the 30 s an API Gateway request may take, and a query's p95
+ * passes 100 ms; at 10,000 both stay within, with the heap of a 1 GB Lambda to spare.
  */
-export const MAX_CHUNKS_PER_KB = 20_000;
+export const MAX_CHUNKS_PER_KB = 10_000;
 
 /** Most documents one knowledge base holds; listing and rebuilding stay cheap below it. */
 export const MAX_DOCUMENTS_PER_KB = 2_000;

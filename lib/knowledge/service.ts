@@ -90,12 +90,13 @@ export function createKnowledge(deps: KnowledgeDeps): KnowledgeAdmin {
     }
   };
 
-  const getLocal = async (tenant: string, kbId: string) => {
-    const stored = await getKnowledgeBase(store, tenant, kbId);
-    if (stored.kb.backend !== 'local') {
-      throw new EaselError('invalid_request', `knowledge base "${stored.kb.name}" is on ${BACKEND_NAMES[stored.kb.backend]}: its documents are managed there, not here`);
+  /** The local knowledge base; a remote one's documents are not ours to manage. */
+  const getLocal = async (tenant: string, kbId: string): Promise<LocalKb> => {
+    const { kb } = await getKnowledgeBase(store, tenant, kbId);
+    if (kb.backend !== 'local') {
+      throw new EaselError('invalid_request', `knowledge base "${kb.name}" is on ${BACKEND_NAMES[kb.backend]}: its documents are managed there, not here`);
     }
-    return stored.kb;
+    return kb;
   };
 
   const admin: KnowledgeAdmin = {
@@ -176,7 +177,7 @@ export function createKnowledge(deps: KnowledgeDeps): KnowledgeAdmin {
     },
 
     async upload(tenant, kbId, doc) {
-      return local.upload(tenant, await getLocal(tenant, kbId) as LocalKb, doc);
+      return local.upload(tenant, await getLocal(tenant, kbId), doc);
     },
 
     async listDocuments(tenant, kbId, options) {
@@ -203,7 +204,7 @@ export function createKnowledge(deps: KnowledgeDeps): KnowledgeAdmin {
     },
 
     async parse(tenant, kbId, docIds) {
-      const kb = await getLocal(tenant, kbId) as LocalKb;
+      const kb = await getLocal(tenant, kbId);
       const ids = [...new Set(docIds)];
       if (ids.length > MAX_DOCUMENTS_PER_PARSE) {
         throw new EaselError('invalid_request', `document_ids: at most ${MAX_DOCUMENTS_PER_PARSE} documents a request (they are parsed within it)`);
@@ -230,6 +231,16 @@ export function createKnowledge(deps: KnowledgeDeps): KnowledgeAdmin {
     },
   };
 
+  /** The embedder of a knowledge base's model; one the configuration no longer serves fails the run's step. */
+  const embedderFor = (model: string) => {
+    try {
+      return local.embedder(model);
+    } catch (error) {
+      if (error instanceof EaselError && error.code === 'invalid_config') throw new ComponentError(error.message, { cause: error });
+      throw error;
+    }
+  };
+
   const runKnowledge = (tenant: string): RunKnowledge => ({
     async resolve(idsOrNames) {
       const { found, missing } = await resolveKnowledgeBases(store, tenant, idsOrNames);
@@ -249,7 +260,7 @@ export function createKnowledge(deps: KnowledgeDeps): KnowledgeAdmin {
       const models = [...new Set(locals.map((kb) => kb.local.embedding_model).filter((m): m is string => m !== undefined))];
       if (models.length > 1) throw new ComponentError('Knowledge bases use different embedding models.');
       const model = models[0];
-      const queryVector = model && query.question.trim() !== '' ? (await local.embedder(model).embed([query.question], signal))[0] : undefined;
+      const queryVector = model && query.question.trim() !== '' ? (await embedderFor(model).embed([query.question], signal))[0] : undefined;
       const results = await Promise.all(theirs.map(async (kb): Promise<RetrievalResult> => {
         if (kb.backend === 'local') {
           return local.search(tenant, kb, wide, kb.local.embedding_model ? queryVector : undefined).catch((error: unknown) => {

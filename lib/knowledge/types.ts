@@ -197,7 +197,7 @@ export interface ListOptions {
 }
 
 export type NewKnowledgeBase =
-  | { name: string; description?: string; aliases?: string[]; backend: 'local'; local?: Partial<LocalSettings> & { chunking?: Partial<ChunkingSettings> } }
+  | { name: string; description?: string; aliases?: string[]; backend: 'local'; local?: Omit<Partial<LocalSettings>, 'chunking'> & { chunking?: Partial<ChunkingSettings> } }
   | { name: string; description?: string; aliases?: string[]; backend: 'ragflow'; ragflow: RagflowSettings }
   | { name: string; description?: string; aliases?: string[]; backend: 'bedrock'; bedrock: BedrockSettings };
 

@@ -11,7 +11,7 @@ import { BatchWriteCommand, GetCommand, TransactWriteCommand, UpdateCommand } fr
 import { EaselError } from '../errors';
 import type { DocumentStatus, KnowledgeDocument } from '../knowledge/types';
 import { backoff } from './blobs';
-import { call, ConditionFailed, queryAll, type StoreContext } from './dynamo';
+import { call, capacityParam, ConditionFailed, queryAll, reportCapacity, type StoreContext } from './dynamo';
 import { NotFoundError } from './errors';
 import { KNOWLEDGE_BASE_SK, KNOWLEDGE_CHUNK_PREFIX, KNOWLEDGE_DOCUMENT_PREFIX, keys } from './item-keys';
 import { deleteKeys } from './partitions';
@@ -77,8 +77,9 @@ export async function putDocument(ctx: StoreContext, tenant: string, doc: Knowle
   // the bytes first: a document item is only ever written with all of its bytes in place
   await putItems(ctx, 'store the document', partItems);
   try {
-    await call('store the document', () =>
+    const written = await call('store the document', () =>
       ctx.doc.send(new TransactWriteCommand({
+        ...capacityParam(ctx),
         TransactItems: [
           {
             Update: {
@@ -94,6 +95,7 @@ export async function putDocument(ctx: StoreContext, tenant: string, doc: Knowle
         ],
       })),
     );
+    reportCapacity(ctx, 'store the document', 'write', written.ConsumedCapacity);
   } catch (error) {
     await deleteKeys(ctx, partItems.map((i) => ({ pk, sk: i.sk })));
     if (error instanceof ConditionFailed && error.index === 0) {
@@ -119,7 +121,7 @@ export async function listDocuments(ctx: StoreContext, tenant: string, kbId: str
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :d)',
     ExpressionAttributeValues: { ':pk': keys.knowledgeBase(tenant, kbId), ':d': KNOWLEDGE_DOCUMENT_PREFIX },
     ConsistentRead: true,
-  });
+  }, 'list the documents');
   return items.map(fromDocumentItem).sort((a, b) => a.doc.created_at.localeCompare(b.doc.created_at) || a.doc.id.localeCompare(b.doc.id));
 }
 
@@ -202,8 +204,9 @@ export async function finishParse(
   };
   const chunkRun = outcome.status === 'DONE' ? ', chunk_run = :run' : '';
   try {
-    await call('commit the parse', () =>
+    const written = await call('commit the parse', () =>
       ctx.doc.send(new TransactWriteCommand({
+        ...capacityParam(ctx),
         TransactItems: [
           {
             Update: {
@@ -228,6 +231,7 @@ export async function finishParse(
         ],
       })),
     );
+    reportCapacity(ctx, 'commit the parse', 'write', written.ConsumedCapacity);
   } catch (error) {
     if (!(error instanceof ConditionFailed)) throw error;
     await deleteChunkRuns(ctx, tenant, doc.kb_id, doc.id, (r) => r === run);
@@ -254,8 +258,9 @@ export async function deleteDocuments(ctx: StoreContext, tenant: string, kbId: s
       const current = attempt === 0 ? doc : (await getDocument(ctx, tenant, kbId, doc.id).catch(() => undefined))?.doc;
       if (!current) break;
       try {
-        await call('delete the document', () =>
+        const written = await call('delete the document', () =>
           ctx.doc.send(new TransactWriteCommand({
+            ...capacityParam(ctx),
             TransactItems: [
               {
                 Delete: {
@@ -278,6 +283,7 @@ export async function deleteDocuments(ctx: StoreContext, tenant: string, kbId: s
             ],
           })),
         );
+        reportCapacity(ctx, 'delete the document', 'write', written.ConsumedCapacity);
         break;
       } catch (error) {
         if (!(error instanceof ConditionFailed)) throw error;
@@ -318,7 +324,7 @@ export async function readKnowledgeChunks(ctx: StoreContext, tenant: string, kbI
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :c)',
     ExpressionAttributeValues: { ':pk': keys.knowledgeBase(tenant, kbId), ':c': KNOWLEDGE_CHUNK_PREFIX },
     ConsistentRead: true,
-  });
+  }, 'read the chunks');
   const chunks = items
     .filter((i) => {
       const [, docId, run] = (i.sk as string).split('#');
@@ -342,7 +348,8 @@ async function putItems(ctx: StoreContext, what: string, items: Record<string, u
   for (let i = 0; i < items.length; i += 25) {
     let requests = items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
     for (let attempt = 0; requests.length > 0; attempt++) {
-      const out = await call(what, () => ctx.doc.send(new BatchWriteCommand({ RequestItems: { [ctx.table]: requests } })));
+      const out = await call(what, () => ctx.doc.send(new BatchWriteCommand({ RequestItems: { [ctx.table]: requests }, ...capacityParam(ctx) })));
+      reportCapacity(ctx, what, 'write', out.ConsumedCapacity);
       requests = (out.UnprocessedItems?.[ctx.table] ?? []) as typeof requests;
       if (requests.length > 0) await backoff(attempt);
     }

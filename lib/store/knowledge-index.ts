@@ -7,7 +7,7 @@
  */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { MissingBlobsError, readBlobs, writeBlobs } from './blobs';
-import { call, ConditionFailed, queryAll, type StoreContext } from './dynamo';
+import { call, capacityParam, ConditionFailed, queryAll, reportCapacity, type StoreContext } from './dynamo';
 import { NotFoundError } from './errors';
 import { KNOWLEDGE_BASE_SK, keys } from './item-keys';
 import type { IndexPointer } from './knowledge';
@@ -34,15 +34,17 @@ export async function swapIndex(ctx: StoreContext, tenant: string, kbId: string,
         ExpressionAttributeValues: { ':h': pointer.hash, ':v': pointer.version, ':b': pointer.bytes, ':c': pointer.chunks, ':at': pointer.builtAt },
         ReturnValues: 'UPDATED_OLD',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        ...capacityParam(ctx),
       })),
     );
+    reportCapacity(ctx, 'point at the new index', 'write', out.ConsumedCapacity);
     previous = out.Attributes?.index_hash as string | undefined;
   } catch (error) {
     if (!(error instanceof ConditionFailed)) throw error;
     if (!error.item || error.item.deleting) throw new NotFoundError('knowledge base');
     return 'stale';
   }
-  if (previous && previous !== pointer.hash) await deleteIndexBlob(ctx, pk, previous);
+  if (previous && previous !== pointer.hash) await dropIndex(ctx, tenant, kbId, previous);
   return 'swapped';
 }
 
@@ -56,7 +58,12 @@ export async function readIndex(ctx: StoreContext, tenant: string, kbId: string,
   }
 }
 
-async function deleteIndexBlob(ctx: StoreContext, pk: string, hash: string): Promise<void> {
+/**
+ * Deletes an index blob nothing points at: one replaced, or one whose swap was refused. A reader
+ * that still follows an old pointer to it finds it gone and reads the pointer again.
+ */
+export async function dropIndex(ctx: StoreContext, tenant: string, kbId: string, hash: string): Promise<void> {
+  const pk = keys.knowledgeBase(tenant, kbId);
   const items = await queryAll(ctx, 'delete the old index', {
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :b)',
     ExpressionAttributeValues: { ':pk': pk, ':b': keys.blob(hash) },

@@ -208,6 +208,22 @@ describe('vectors', () => {
     expect(hybrid.chunks[0]?.chunk_id).toBe('x');
   });
 
+  it('takes the top_k nearest chunks as vector candidates, as a brute-force ranking would', () => {
+    let seed = 7;
+    const next = () => ((seed = (seed * 16807) % 2147483647) / 2147483647) * 2 - 1;
+    const many = Array.from({ length: 60 }, (_, n) => chunk(`c${n}`, `filler text ${n}`, { vector: [next(), next(), next(), next()] }));
+    const question = [0.3, -0.2, 0.9, 0.1];
+    const norm = (v: readonly number[]) => Math.hypot(...v);
+    const cos = (v: readonly number[]) => v.reduce((sum, x, k) => sum + x * question[k]!, 0) / (norm(v) * norm(question));
+    const expected = many
+      .map((c) => ({ id: c.id, score: cos(c.vector as number[]) }))
+      .sort((a, b) => b.score - a.score)
+      .slice(0, 5);
+    const result = searchIndex(buildIndex(many), ask('nothing matches this', { top_k: 5, keywords_similarity_weight: 0 }), question);
+    expect(ids(result)).toEqual(expected.filter((e) => e.score > 0).map((e) => e.id));
+    result.chunks.forEach((c, k) => expect(c.vector_similarity).toBeCloseTo(expected[k]!.score, 5));
+  });
+
   it('refuses a question vector of another length, and chunks of mixed lengths', () => {
     expect(() => searchIndex(vectorIndex, ask('alpha'), [1, 0])).toThrow(/2 dimensions/);
     expect(() => buildIndex([chunk('a', 'x', { vector: [1, 0] }), chunk('b', 'y', { vector: [1, 0, 0] })])).toThrow(EaselError);
@@ -243,8 +259,21 @@ describe('serialization', () => {
     }
   });
 
+  it('keeps only the fields it indexes', () => {
+    const extra = { ...chunk('a', 'alpha'), tenant: 'someone', embedding_model: 'x' } as IndexedChunk;
+    const text = serializeIndex(buildIndex([extra]));
+    expect(text).not.toContain('someone');
+    expect(text).not.toContain('embedding_model');
+  });
+
   it('refuses text that is not a serialized index', () => {
-    for (const text of ['', 'not json', '{}', JSON.stringify({ format: 'easel-local-index', version: 99, chunks: [] })]) {
+    const good = JSON.parse(serializeIndex(buildIndex(LIBRARY))) as Record<string, unknown>;
+    const broken = [
+      JSON.stringify({ format: 'easel-local-index', version: 99, chunks: [] }),
+      JSON.stringify({ ...good, text: { nonsense: true } }),
+      JSON.stringify({ ...good, chunks: (good.chunks as unknown[]).slice(1) }),
+    ];
+    for (const text of ['', 'not json', '{}', ...broken]) {
       expect(() => deserializeIndex(text)).toThrow(EaselError);
     }
   });

@@ -46,7 +46,9 @@ async function probe(entry: string, mode?: 'local-app' | 'first-use'): Promise<s
   return (await readFile(log, 'utf8')).split('\n').filter(Boolean);
 }
 
-const heavyIn = (urls: readonly string[]) => HEAVY.filter((pkg) => urls.some((url) => url.includes(`/node_modules/${pkg}/`)));
+/** What parses documents and searches local knowledge bases: loaded by the first parse or retrieval. */
+const KNOWLEDGE = ['minisearch', 'htmlparser2', 'pdfjs-dist', 'gpt-tokenizer'];
+const heavyIn = (urls: readonly string[], packages = HEAVY) => packages.filter((pkg) => urls.some((url) => url.includes(`/node_modules/${pkg}/`)));
 
 const functions = (await readdir(join(root, 'functions'))).filter((f) => f.endsWith('.ts')).map((f) => `functions/${f}`);
 
@@ -57,12 +59,14 @@ describe('entry points load no heavy client until first use', () => {
     expect(loaded).toContain(`file://${join(root, entry)}`);
     expect(loaded.some((url) => url.includes('/node_modules/@aws-sdk/client-dynamodb/'))).toBe(true);
     expect(heavyIn(loaded)).toEqual([]);
+    expect(heavyIn(loaded, KNOWLEDGE)).toEqual([]);
   });
 
   it("lib/local/app.ts: npm start's app, built", async () => {
     const loaded = await probe('lib/local/app.ts', 'local-app');
     expect(loaded.some((url) => url.endsWith('/lib/http/app.ts'))).toBe(true);
     expect(heavyIn(loaded)).toEqual([]);
+    expect(heavyIn(loaded, KNOWLEDGE)).toEqual([]);
   });
 
   it('sees each of them once used: an SSM-held master key, a queued turn, a Bedrock call', async () => {

@@ -30,17 +30,23 @@ export interface AnalyzeOptions {
 
 /** The analyzed terms of a text, in order, repeats kept. */
 export function terms(text: string, options: AnalyzeOptions = {}): string[] {
-  return spans(text, options).map((s) => s.term);
+  const out: string[] = [];
+  analyze(text, options.unigrams ?? false, (term) => out.push(term));
+  return out;
 }
 
 /** The analyzed terms with where each came from, for highlighting. */
 export function spans(text: string, options: AnalyzeOptions = {}): TermSpan[] {
   const out: TermSpan[] = [];
-  for (const match of text.matchAll(WORD)) {
-    const start = match.index;
-    splitWord(match[0], start, out, options.unigrams ?? false);
-  }
+  analyze(text, options.unigrams ?? false, (term, start, end) => out.push({ term, start, end }));
   return out;
+}
+
+/** Receives each term with its offsets. */
+type Emit = (term: string, start: number, end: number) => void;
+
+function analyze(text: string, unigrams: boolean, emit: Emit): void {
+  for (const match of text.matchAll(WORD)) splitWord(match[0], match.index, emit, unigrams);
 }
 
 /** Letters, marks, digits and the joiners worth looking at; the joiners are decided below. */
@@ -49,8 +55,12 @@ const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hang
 const DIGIT = /\p{N}/u;
 const LATIN_MARKS = /(\p{Script=Latin})\p{M}+/gu;
 
-function splitWord(word: string, offset: number, out: TermSpan[], unigrams: boolean): void {
-  // Split at joiners that do not join: `.`/`,` not between digits, apostrophes not before `s`.
+function splitWord(word: string, offset: number, emit: Emit, unigrams: boolean): void {
+  if (!JOINERS.test(word)) {
+    splitScripts(word, offset, emit, unigrams);
+    return;
+  }
+  // Split at joiners that do not join: `.`/`,` not between digits, apostrophes; `'s` goes.
   let pieceStart = 0;
   for (let i = 0; i <= word.length; i++) {
     const ch = word[i];
@@ -58,30 +68,30 @@ function splitWord(word: string, offset: number, out: TermSpan[], unigrams: bool
     if (!atEnd && ch !== '.' && ch !== ',' && ch !== "'" && ch !== '’') continue;
     if (!atEnd && (ch === '.' || ch === ',') && DIGIT.test(word[i - 1] ?? '') && DIGIT.test(word[i + 1] ?? '')) continue;
     const piece = word.slice(pieceStart, i);
-    if (piece !== '') splitScripts(piece, offset + pieceStart, out, unigrams);
-    if (!atEnd && (ch === "'" || ch === '’')) {
-      // `user's` → `user`; `don't` → `don`, `t` (both stop words)
-      const rest = word.slice(i + 1);
-      const possessive = /^[sS](?![\p{L}\p{M}\p{N}])/u.test(rest);
-      if (possessive) {
-        i += 2;
-        pieceStart = i + 1;
-        // the loop's i++ moves past whatever follows `'s` (a joiner or the end)
-        continue;
-      }
+    if (piece !== '') splitScripts(piece, offset + pieceStart, emit, unigrams);
+    if (!atEnd && (ch === "'" || ch === '’') && POSSESSIVE.test(word.slice(i + 1))) {
+      // `user's` → `user`; the loop's i++ then moves past whatever follows the `s`
+      i += 2;
     }
     pieceStart = i + 1;
   }
 }
 
+const JOINERS = /[.,'’]/;
+const POSSESSIVE = /^[sS](?![\p{L}\p{M}\p{N}])/u;
+
 /** A piece of one word: CJK runs become bigrams, the rest one term. */
-function splitScripts(piece: string, offset: number, out: TermSpan[], unigrams: boolean): void {
+function splitScripts(piece: string, offset: number, emit: Emit, unigrams: boolean): void {
+  if (!MAYBE_CJK.test(piece)) {
+    latinTerm(piece, offset, offset + piece.length, emit);
+    return;
+  }
   let runStart = 0;
   let runIsCjk = CJK.test(piece[0] ?? '');
   const flush = (end: number) => {
     if (end <= runStart) return;
-    if (runIsCjk) cjkTerms(piece, runStart, end, offset, out, unigrams);
-    else latinTerm(piece.slice(runStart, end), offset + runStart, offset + end, out);
+    if (runIsCjk) cjkTerms(piece, runStart, end, offset, emit, unigrams);
+    else latinTerm(piece.slice(runStart, end), offset + runStart, offset + end, emit);
   };
   for (let i = 0; i < piece.length; ) {
     const codePoint = piece.codePointAt(i)!;
@@ -97,7 +107,10 @@ function splitScripts(piece: string, offset: number, out: TermSpan[], unigrams: 
   flush(piece.length);
 }
 
-function cjkTerms(piece: string, start: number, end: number, offset: number, out: TermSpan[], unigrams: boolean): void {
+/** Every CJK script starts past U+1100 (Hangul Jamo); most text never gets to the exact test. */
+const MAYBE_CJK = /[\u1100-\uffff]/;
+
+function cjkTerms(piece: string, start: number, end: number, offset: number, emit: Emit, unigrams: boolean): void {
   const chars: { text: string; at: number }[] = [];
   for (let i = start; i < end; ) {
     const text = String.fromCodePoint(piece.codePointAt(i)!);
@@ -106,23 +119,40 @@ function cjkTerms(piece: string, start: number, end: number, offset: number, out
   }
   const endOf = (k: number) => (k + 1 < chars.length ? chars[k + 1]!.at : end);
   if (chars.length === 1) {
-    out.push({ term: chars[0]!.text, start: offset + chars[0]!.at, end: offset + end });
+    emit(chars[0]!.text, offset + chars[0]!.at, offset + end);
     return;
   }
   for (let k = 0; k < chars.length; k++) {
     const here = chars[k]!;
-    if (unigrams) out.push({ term: here.text, start: offset + here.at, end: offset + endOf(k) });
+    if (unigrams) emit(here.text, offset + here.at, offset + endOf(k));
     if (k + 1 < chars.length) {
-      out.push({ term: here.text + chars[k + 1]!.text, start: offset + here.at, end: offset + endOf(k + 1) });
+      emit(here.text + chars[k + 1]!.text, offset + here.at, offset + endOf(k + 1));
     }
   }
 }
 
-function latinTerm(raw: string, start: number, end: number, out: TermSpan[]): void {
-  const normal = raw.normalize('NFKC').toLowerCase().normalize('NFD').replace(LATIN_MARKS, '$1').normalize('NFC');
-  const term = normal.replace(/^_+|_+$/g, '');
-  if (term === '' || STOP_WORDS.has(term)) return;
-  out.push({ term: stem(term), start, end });
+function latinTerm(raw: string, start: number, end: number, emit: Emit): void {
+  let term = analyzed.get(raw);
+  if (term === undefined) {
+    term = wordTerm(raw);
+    // words follow Zipf's law: a small cache answers most of them
+    if (analyzed.size >= CACHE_LIMIT) analyzed.clear();
+    analyzed.set(raw, term);
+  }
+  if (term !== null) emit(term, start, end);
+}
+
+const CACHE_LIMIT = 100_000;
+const analyzed = new Map<string, string | null>();
+
+/** One non-CJK word as a term, or null for a stop word. */
+function wordTerm(raw: string): string | null {
+  const lower = /^[\x00-\x7f]*$/.test(raw)
+    ? raw.toLowerCase()
+    : raw.normalize('NFKC').toLowerCase().normalize('NFD').replace(LATIN_MARKS, '$1').normalize('NFC');
+  const term = lower.replace(/^_+|_+$/g, '');
+  if (term === '' || STOP_WORDS.has(term)) return null;
+  return stem(term);
 }
 
 /**

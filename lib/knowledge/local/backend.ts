@@ -16,7 +16,7 @@ import { EaselError } from '../../errors';
 import { LlmError, LlmTransientError } from '../../llm/errors';
 import type { LlmSettings } from '../../llm/models';
 import type { StoreContext } from '../../store/dynamo';
-import { StoreUnavailableError } from '../../store/errors';
+import { NotFoundError, StoreUnavailableError } from '../../store/errors';
 import { getKnowledgeBase, type StoredKnowledgeBase } from '../../store/knowledge';
 import {
   finishParse,
@@ -32,14 +32,20 @@ import {
   type StoredDocument,
   writeChunks,
 } from '../../store/knowledge-documents';
-import { readIndex, swapIndex } from '../../store/knowledge-index';
-import { naiveChunk } from '../chunk';
+import { dropIndex, readIndex, swapIndex } from '../../store/knowledge-index';
 import { MAX_CHUNKS_PER_KB, MAX_DOCUMENT_BYTES, MAX_DOCUMENTS_PER_KB } from '../limits';
-import { DocumentParseError, documentKind, parseDocument, SUPPORTED_EXTENSIONS } from '../parse';
+import { DocumentParseError } from '../parse/errors';
 import type { KnowledgeBase, KnowledgeDocument, NewDocument, RetrievalQuery, RetrievalResult } from '../types';
 import { createEmbedder, type Embedder } from './embeddings';
-import { estimateIndexBytes, IndexCache } from './index-cache';
-import { buildIndex, deserializeIndex, type IndexedChunk, type LocalIndex, searchIndex, serializeIndex } from './search';
+import { estimateIndexBytes, type IndexCache } from './index-cache';
+import type { IndexedChunk, LocalIndex } from './search';
+
+// The parsers (htmlparser2, PDF.js, the tokenizer) and the index (MiniSearch) load on first use:
+// a turn that retrieves nothing never evaluates them, and one that only retrieves never parses.
+let parsing: Promise<{ parse: typeof import('../parse'); chunk: typeof import('../chunk') }> | undefined;
+const loadParsing = () => (parsing ??= Promise.all([import('../parse'), import('../chunk')]).then(([parse, chunk]) => ({ parse, chunk })));
+let searching: Promise<typeof import('./search')> | undefined;
+const loadSearch = () => (searching ??= import('./search'));
 
 type LocalKnowledgeBase = Extract<KnowledgeBase, { backend: 'local' }>;
 
@@ -91,10 +97,11 @@ export class LocalBackend {
     if (input.bytes.byteLength > MAX_DOCUMENT_BYTES) {
       throw new EaselError('payload_too_large', `file: ${input.name} is ${input.bytes.byteLength} bytes; a document may have at most ${MAX_DOCUMENT_BYTES} (${MAX_DOCUMENT_BYTES / 1024 / 1024} MiB)`);
     }
-    const kind = documentKind(input.name, input.mime_type);
+    const { parse } = await loadParsing();
+    const kind = parse.documentKind(input.name, input.mime_type);
     if (!kind) {
       const ext = /\.[^./\\]+$/.exec(input.name)?.[0]?.toLowerCase();
-      throw new EaselError('invalid_request', `unsupported document type ${ext ? `"${ext}"` : `(${input.mime_type || 'no extension'})`}; supported: ${SUPPORTED_EXTENSIONS.join(', ')}`);
+      throw new EaselError('invalid_request', `unsupported document type ${ext ? `"${ext}"` : `(${input.mime_type || 'no extension'})`}; supported: ${parse.SUPPORTED_EXTENSIONS.join(', ')}`);
     }
     const at = this.#iso();
     const mime = input.mime_type.split(';')[0]?.trim().toLowerCase() ?? '';
@@ -119,18 +126,29 @@ export class LocalBackend {
 
   /**
    * Parses the documents one after another, each ending DONE or FAIL (a failure stops none of
-   * the others), then rebuilds the index once. Answers the documents as they ended.
+   * the others), then rebuilds the index once. Answers the documents as they ended (one deleted
+   * meanwhile is left out).
    */
   async parse(tenant: string, kb: LocalKnowledgeBase, docs: readonly StoredDocument[], signal: AbortSignal): Promise<KnowledgeDocument[]> {
     const out: KnowledgeDocument[] = [];
-    for (const stored of docs) out.push(await this.#parseOne(tenant, kb, stored, signal));
+    for (const stored of docs) {
+      const parsed = await this.#parseOne(tenant, kb, stored, signal);
+      if (parsed) out.push(parsed);
+    }
     await this.rebuildIndex(tenant, kb.id);
     return out;
   }
 
-  async #parseOne(tenant: string, kb: LocalKnowledgeBase, stored: StoredDocument, signal: AbortSignal): Promise<KnowledgeDocument> {
+  /** One document, DONE or FAIL; undefined when it was deleted meanwhile. */
+  async #parseOne(tenant: string, kb: LocalKnowledgeBase, stored: StoredDocument, signal: AbortSignal): Promise<KnowledgeDocument | undefined> {
     const run = randomBytes(8).toString('hex');
-    const started = await startParse(this.#store, tenant, kb.id, stored.doc.id, run, this.#iso());
+    let started: StoredDocument;
+    try {
+      started = await startParse(this.#store, tenant, kb.id, stored.doc.id, run, this.#iso());
+    } catch (error) {
+      if (error instanceof NotFoundError) return undefined;
+      throw error;
+    }
     let outcome: ParseOutcome;
     try {
       outcome = await this.#chunkAndStore(tenant, kb, started, run, signal);
@@ -144,18 +162,24 @@ export class LocalBackend {
         return (await finishParse(this.#store, tenant, started, run, { status: 'FAIL', message: error.message }, { at: this.#iso(), maxChunks: MAX_CHUNKS_PER_KB })).doc;
       }
       // a later parse of the same document has it now: answer it as that one left it
-      if (error instanceof ParseSupersededError) return (await getDocument(this.#store, tenant, kb.id, stored.doc.id)).doc;
+      if (error instanceof ParseSupersededError) {
+        return (await getDocument(this.#store, tenant, kb.id, stored.doc.id).catch((e: unknown) => {
+          if (e instanceof NotFoundError) return undefined;
+          throw e;
+        }))?.doc;
+      }
       throw error;
     }
   }
 
   /** Parses, chunks, embeds and writes the run's chunks; throws what makes the document FAIL. */
   async #chunkAndStore(tenant: string, kb: LocalKnowledgeBase, doc: StoredDocument, run: string, signal: AbortSignal): Promise<ParseOutcome> {
-    const kind = documentKind(doc.doc.name, doc.doc.mime_type);
+    const { parse, chunk } = await loadParsing();
+    const kind = parse.documentKind(doc.doc.name, doc.doc.mime_type);
     if (!kind) throw new DocumentParseError(`unsupported document type: ${doc.doc.name}`);
     const bytes = await readDocumentBytes(this.#store, tenant, doc);
-    const parsed = await parseDocument(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), kind, { signal });
-    const pieces = naiveChunk(parsed, kb.local.chunking);
+    const parsed = await parse.parseDocument(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), kind, { signal });
+    const pieces = chunk.naiveChunk(parsed, kb.local.chunking);
     if (pieces.length === 0) return { status: 'DONE', chunk_count: 0, token_count: 0, message: 'no text to index in the document' };
     const others = kb.chunk_count - doc.doc.chunk_count;
     if (others + pieces.length > MAX_CHUNKS_PER_KB) {
@@ -189,12 +213,15 @@ export class LocalBackend {
   /**
    * Builds the index from every chunk that counts and points the knowledge base at it; a rebuild
    * that a later change overtook tries again on top of it. Quietly done when the index is
-   * current already.
+   * current already, unless `repair` says its blob is lost.
    */
-  async rebuildIndex(tenant: string, kbId: string): Promise<void> {
+  async rebuildIndex(tenant: string, kbId: string, options: { repair?: boolean } = {}): Promise<void> {
+    const { buildIndex, serializeIndex } = await loadSearch();
     for (let attempt = 0; attempt < REBUILD_ATTEMPTS; attempt++) {
       const stored = await getKnowledgeBase(this.#store, tenant, kbId);
-      if (attempt > 0 && stored.index?.version === stored.docsVersion) return;
+      const current = stored.index?.version === stored.docsVersion;
+      // someone else's rebuild got there while ours lost
+      if (attempt > 0 && current) return;
       const { docs, chunks } = await readKnowledgeChunks(this.#store, tenant, kbId);
       const names = new Map(docs.map((d) => [d.doc.id, d.doc.name]));
       const indexed: IndexedChunk[] = chunks
@@ -212,12 +239,15 @@ export class LocalBackend {
       const index = buildIndex(indexed);
       const text = serializeIndex(index);
       const hash = createHash('sha256').update(text).digest('hex');
+      if (current && stored.index?.hash === hash && !options.repair) return;
       const pointer = { hash, version: stored.docsVersion, bytes: text.length, chunks: indexed.length, builtAt: this.#iso() };
-      if (stored.index?.hash === hash && stored.index.version === stored.docsVersion) return;
       if ((await swapIndex(this.#store, tenant, kbId, pointer, text)) === 'swapped') {
         this.#cache.set(hash, index, estimateIndexBytes(text.length));
         return;
       }
+      // overtaken: our blob is nobody's unless a later build came to the same text
+      const now = await getKnowledgeBase(this.#store, tenant, kbId);
+      if (now.index?.hash !== hash) await dropIndex(this.#store, tenant, kbId, hash);
     }
   }
 
@@ -225,6 +255,7 @@ export class LocalBackend {
   async search(tenant: string, kb: LocalKnowledgeBase, query: RetrievalQuery, queryVector: readonly number[] | undefined): Promise<RetrievalResult> {
     const index = await this.#currentIndex(tenant, kb.id);
     if (!index || index.size === 0) return { chunks: [], doc_aggs: [], total: 0 };
+    const { searchIndex } = await loadSearch();
     try {
       return searchIndex(index, query, queryVector);
     } catch (error) {
@@ -237,6 +268,7 @@ export class LocalBackend {
   }
 
   async #currentIndex(tenant: string, kbId: string): Promise<LocalIndex | undefined> {
+    const { deserializeIndex } = await loadSearch();
     for (let attempt = 0; attempt < 3; attempt++) {
       const stored = await getKnowledgeBase(this.#store, tenant, kbId);
       if (this.#needsRepair(stored)) {
@@ -252,7 +284,7 @@ export class LocalBackend {
       if (index) return index;
       // the blob went: replaced since the pointer was read (read it again), or lost (rebuild)
       const again = await getKnowledgeBase(this.#store, tenant, kbId);
-      if (again.index?.hash === pointer.hash) await this.rebuildIndex(tenant, kbId);
+      if (again.index?.hash === pointer.hash) await this.rebuildIndex(tenant, kbId, { repair: true });
     }
     throw new EaselError('unavailable', 'the knowledge base index kept changing while it was read; try again');
   }

@@ -118,7 +118,7 @@ function openAiEmbedder(
     });
     const checked = OpenAiAnswer.safeParse(answer);
     if (!checked.success) throw new LlmError(`${id}: the provider's answer has no list of embeddings`);
-    const vectors: (number[] | undefined)[] = new Array(texts.length);
+    const vectors: (number[] | undefined)[] = Array.from({ length: texts.length }, () => undefined);
     for (const item of checked.data.data) {
       if (item.index >= texts.length || vectors[item.index]) throw new LlmError(`${id}: the provider answered embedding ${item.index} for ${texts.length} texts`);
       vectors[item.index] = item.embedding;
@@ -228,14 +228,22 @@ function bedrockEmbedder(id: string, model: string, titan: 1 | 2, llm: LlmSettin
     },
     async embed(texts, signal) {
       const out: number[][] = new Array(texts.length);
+      // the first failure stops the other calls: the whole batch fails anyway
+      const failed = new AbortController();
+      const stop = AbortSignal.any([signal, failed.signal]);
       let next = 0;
       const worker = async () => {
-        while (next < texts.length && !signal.aborted) {
+        while (next < texts.length && !stop.aborted) {
           const i = next++;
-          out[i] = await one(texts[i]!, signal);
+          out[i] = await one(texts[i]!, stop);
         }
       };
-      await Promise.all(Array.from({ length: Math.min(concurrency, texts.length) }, worker));
+      try {
+        await Promise.all(Array.from({ length: Math.min(concurrency, texts.length) }, worker));
+      } catch (error) {
+        failed.abort();
+        throw error;
+      }
       if (signal.aborted) throw new LlmTransientError(`${id}: the call was cancelled`);
       return out;
     },

@@ -20,12 +20,14 @@ export interface IndexCacheStats {
 
 /**
  * The memory a loaded index takes, estimated from its serialized length: the chunks' text is
- * held again as JS strings (2 bytes a character for non-Latin-1 text) and MiniSearch's postings
- * are of the order of the text. Measured (bench/knowledge-local.ts): the heap grows by about 2.5
- * times the serialized length; 3 keeps a margin.
+ * held again as JS strings, MiniSearch's postings are of the order of the text, vectors are 4
+ * bytes a dimension. Measured (bench/knowledge-local.ts, after a full GC): 1.5 to 1.7 times the
+ * serialized length at 10,000 to 20,000 chunks with vectors and at 20,000 without; up to 3 or 4
+ * for small indexes, where a fixed overhead of some tens of MB weighs more. 2 is taken, so the
+ * largest index (10,000 chunks with vectors, 91 MB serialized) fits the default budget.
  */
 export function estimateIndexBytes(serializedLength: number): number {
-  return serializedLength * 3;
+  return serializedLength * 2;
 }
 
 export class IndexCache {

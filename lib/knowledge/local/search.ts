@@ -28,6 +28,7 @@ import { EaselError } from '../../errors';
 import type { DocAgg, RetrievalQuery, RetrievalResult, RetrievedChunk } from '../types';
 import { spans, terms } from './analyzer';
 
+/** A chunk as the index takes it: the chunk item's fields, and its vector when the knowledge base embeds. */
 export interface IndexedChunk {
   id: string;
   doc_id: string;
@@ -39,7 +40,9 @@ export interface IndexedChunk {
   vector?: Float32Array | number[];
 }
 
+/** A built or loaded index; what it holds is this module's business. */
 export interface LocalIndex {
+  /** Chunks in the index. */
   readonly size: number;
 }
 
@@ -83,6 +86,7 @@ const SEARCHABLE = {
   processTerm: (term: string) => term,
 } satisfies Partial<Options<IndexedDocument>>;
 
+/** Indexes the chunks; throws EaselError('invalid_state') for an id given twice or vectors of different lengths. */
 export function buildIndex(chunks: readonly IndexedChunk[]): LocalIndex {
   const stored: StoredChunk[] = [];
   const seen = new Set<string>();
@@ -96,16 +100,25 @@ export function buildIndex(chunks: readonly IndexedChunk[]): LocalIndex {
         throw new EaselError('invalid_state', `chunk ${chunk.id} has a vector of ${chunk.vector.length} dimensions, the others ${dimensions}`);
       }
     }
-    const { vector: _vector, ...rest } = chunk;
-    stored.push({ ...rest, important_kwd: [...rest.important_kwd], pages: [...rest.pages] });
+    // the fields named, copied: whatever else a caller's objects carry stays out of the blob
+    const { id, doc_id, doc_name, kb_id, content, important_kwd, pages } = chunk;
+    stored.push({ id, doc_id, doc_name, kb_id, content, important_kwd: [...important_kwd], pages: [...pages] });
   }
 
-  const text = new MiniSearch<IndexedDocument>(SEARCHABLE);
+  // each field is analyzed once: MiniSearch's tokenizer also counts the chunk's distinct terms
   const documentFrequency = new Map<string, number>();
+  const distinct = new Set<string>();
+  const text = new MiniSearch<IndexedDocument>({
+    ...SEARCHABLE,
+    tokenize: (field) => {
+      const found = SEARCHABLE.tokenize(field);
+      for (const term of found) distinct.add(term);
+      return found;
+    },
+  });
   stored.forEach((chunk, i) => {
-    const doc = toDocument(chunk, i);
-    text.add(doc);
-    const distinct = new Set([...SEARCHABLE.tokenize(doc.content), ...SEARCHABLE.tokenize(doc.important), ...SEARCHABLE.tokenize(doc.title)]);
+    distinct.clear();
+    text.add(toDocument(chunk, i));
     for (const term of distinct) documentFrequency.set(term, (documentFrequency.get(term) ?? 0) + 1);
   });
 
@@ -120,6 +133,7 @@ export function buildIndex(chunks: readonly IndexedChunk[]): LocalIndex {
   return state(stored, text, documentFrequency, vectors);
 }
 
+/** The index as JSON text (versioned), vectors as base64 float32: what the blob holds. */
 export function serializeIndex(index: LocalIndex): string {
   const s = internals(index);
   return JSON.stringify({
@@ -139,6 +153,7 @@ export function serializeIndex(index: LocalIndex): string {
   });
 }
 
+/** Loads what serializeIndex wrote; throws EaselError('invalid_state') for anything else. */
 export function deserializeIndex(text: string): LocalIndex {
   let parsed: SerializedIndex;
   try {
@@ -146,10 +161,24 @@ export function deserializeIndex(text: string): LocalIndex {
   } catch (error) {
     throw new EaselError('invalid_state', 'the serialized index is not JSON', { cause: error });
   }
-  if (parsed?.format !== FORMAT || parsed.version !== VERSION || !Array.isArray(parsed.chunks)) {
+  if (
+    parsed?.format !== FORMAT ||
+    parsed.version !== VERSION ||
+    !Array.isArray(parsed.chunks) ||
+    typeof parsed.text !== 'object' ||
+    typeof parsed.documentFrequency !== 'object'
+  ) {
     throw new EaselError('invalid_state', `the serialized index is not a ${FORMAT} of version ${VERSION}`);
   }
-  const miniSearch = MiniSearch.loadJS<IndexedDocument>(parsed.text, SEARCHABLE);
+  let miniSearch: MiniSearch<IndexedDocument>;
+  try {
+    miniSearch = MiniSearch.loadJS<IndexedDocument>(parsed.text, SEARCHABLE);
+  } catch (error) {
+    throw new EaselError('invalid_state', 'the serialized index has a full-text part that does not load', { cause: error });
+  }
+  if (miniSearch.documentCount !== parsed.chunks.length) {
+    throw new EaselError('invalid_state', 'the serialized index has a full-text part for a different number of chunks');
+  }
   let vectors: VectorTable | undefined;
   if (parsed.vectors) {
     const bytes = Buffer.from(parsed.vectors.data, 'base64');
@@ -201,18 +230,16 @@ export function searchIndex(index: LocalIndex, query: RetrievalQuery, queryVecto
 
   const vectorWeight = 1 - clamp01(query.keywords_similarity_weight);
   const questionVector = s.vectors && queryVector && queryVector.length > 0 ? unit(queryVector, s.vectors.dimensions) : undefined;
-  const cosine = new Map<number, number>();
+  const cosine = new Float32Array(questionVector ? s.chunks.length : 0);
   if (questionVector && s.vectors) {
-    const all: { i: number; score: number }[] = [];
+    const eligible: number[] = [];
     for (let i = 0; i < s.chunks.length; i++) {
       if (!s.vectors.present[i] || !passes(i)) continue;
-      const score = dot(questionVector, s.vectors.data, i * s.vectors.dimensions);
-      all.push({ i, score });
+      cosine[i] = dot(questionVector, s.vectors.data, i * s.vectors.dimensions);
+      eligible.push(i);
     }
-    all.sort((a, b) => b.score - a.score);
-    for (const { i, score } of all) cosine.set(i, score);
     const inText = new Set(candidates);
-    for (const { i } of all.slice(0, topK)) if (!inText.has(i)) candidates.push(i);
+    for (const i of best(eligible, topK, (i) => cosine[i]!)) if (!inText.has(i)) candidates.push(i);
   }
 
   const weights = questionTerms.map((t) => idf(s.documentFrequency.get(t) ?? 0, s.chunks.length));
@@ -229,7 +256,7 @@ export function searchIndex(index: LocalIndex, query: RetrievalQuery, queryVecto
       term = share / totalWeight;
     }
     // as RAGFlow: a chunk without a vector of its own scores as a zero vector would (cosine 0)
-    const vector = cosine.get(i) ?? 0;
+    const vector = questionVector ? cosine[i]! : 0;
     const similarity = questionVector ? (1 - vectorWeight) * term + vectorWeight * vector : term;
     return { i, term, vector, similarity, bm25: match?.score ?? 0 };
   });
@@ -307,6 +334,40 @@ function internals(index: LocalIndex): IndexState {
 function idf(df: number, n: number): number {
   const d = Math.max(1, df);
   return Math.log(1 + (Math.max(n, d) - d + 0.5) / (d + 0.5));
+}
+
+/** The `k` items of highest score, best first (a bounded min-heap: one pass, no full sort). */
+function best(items: readonly number[], k: number, score: (item: number) => number): number[] {
+  if (k <= 0) return [];
+  const heap: number[] = [];
+  const less = (a: number, b: number) => score(a) < score(b) || (score(a) === score(b) && a > b);
+  const down = (at: number) => {
+    for (;;) {
+      const l = 2 * at + 1;
+      const r = l + 1;
+      let min = at;
+      if (l < heap.length && less(heap[l]!, heap[min]!)) min = l;
+      if (r < heap.length && less(heap[r]!, heap[min]!)) min = r;
+      if (min === at) return;
+      [heap[at], heap[min]] = [heap[min]!, heap[at]!];
+      at = min;
+    }
+  };
+  for (const item of items) {
+    if (heap.length < k) {
+      heap.push(item);
+      for (let at = heap.length - 1; at > 0; ) {
+        const parent = (at - 1) >> 1;
+        if (!less(heap[at]!, heap[parent]!)) break;
+        [heap[at], heap[parent]] = [heap[parent]!, heap[at]!];
+        at = parent;
+      }
+    } else if (less(heap[0]!, item)) {
+      heap[0] = item;
+      down(0);
+    }
+  }
+  return heap.sort((a, b) => (less(a, b) ? 1 : less(b, a) ? -1 : 0));
 }
 
 function clamp01(x: number): number {

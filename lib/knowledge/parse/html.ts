@@ -1,7 +1,7 @@
 /**
  * HTML as the text a reader sees, with htmlparser2's streaming parser: it is forgiving with
  * broken markup, decodes entities, and builds no DOM, so memory stays linear in the text kept
- * and deep nesting cannot overflow a stack. (node-html-parser builds a tree first; we need none.)
+ * and nesting cannot overflow a stack (node-html-parser builds a tree first; we need none).
  *
  * Scripts, styles, navigation, forms' controls, embedded objects and hidden elements are
  * dropped; block elements end lines, list items keep a bullet, a table row's cells share a line
@@ -11,7 +11,7 @@
 import { Parser } from 'htmlparser2';
 import type { ParsedDocument } from '../types';
 import { DocumentParseError } from './errors';
-import { TextBudget } from './limits';
+import { MAX_HTML_DEPTH, TextBudget } from './limits';
 import { normalizeNewlines, unicodeEncoding } from './text';
 
 type Section = ParsedDocument['sections'][number];
@@ -35,7 +35,8 @@ const BLOCKS = new Set([
 const HEADINGS = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6']);
 
 /**
- * The page's text, its title first.
+ * The page's text, its title first. Throws DocumentParseError past MAX_DOCUMENT_CHARS of text
+ * or MAX_HTML_DEPTH of nesting.
  *
  * @example
  *   htmlToText('<title>T</title><p>a &amp; b</p><script>x()</script>'); // 'T\na & b'
@@ -54,7 +55,7 @@ export function parseHtml(bytes: Uint8Array): ParsedDocument {
 export function htmlSections(html: string): Section[] {
   const budget = new TextBudget();
   const sections: string[][] = [[]];
-  /** Each open element, and whether it (or an ancestor) is skipped. */
+  /** Each open element, and whether it is one that drops its content. */
   const open: { name: string; skipped: boolean }[] = [];
   let skipping = 0;
   let preformatted = 0;
@@ -91,6 +92,9 @@ export function htmlSections(html: string): Section[] {
         if (name === 'title' && skipping <= 1 && open.every((element) => element.name === 'head' || element.name === 'html')) {
           inTitle = true;
         }
+        if (open.length >= MAX_HTML_DEPTH) {
+          throw new DocumentParseError(`the HTML nests elements more than ${MAX_HTML_DEPTH} deep`);
+        }
         const skipped = SKIPPED.has(name) || isHidden(attributes);
         open.push({ name, skipped });
         if (skipped) skipping++;
@@ -120,8 +124,8 @@ export function htmlSections(html: string): Section[] {
         for (const element of open.splice(index).reverse()) {
           if (element.skipped) skipping--;
           else if (skipping === 0) {
-            if (element.name === 'pre') preformatted--;
             if (HEADINGS.has(element.name) || BLOCKS.has(element.name)) endLine();
+            if (element.name === 'pre') preformatted--;
           }
         }
       },

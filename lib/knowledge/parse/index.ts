@@ -19,8 +19,9 @@ import { parsePdf } from './pdf';
 import { parseText } from './text';
 
 export { DocumentParseError } from './errors';
-export { MAX_DOCUMENT_BYTES, MAX_DOCUMENT_CHARS, MAX_PDF_PAGES } from './limits';
+export { MAX_DOCUMENT_BYTES, MAX_DOCUMENT_CHARS, MAX_HTML_DEPTH, MAX_PDF_PAGES } from './limits';
 export { htmlToText } from './html';
+export { setPdfResourceDirectory } from './pdf';
 
 export type DocumentKind = 'text' | 'markdown' | 'html' | 'pdf';
 

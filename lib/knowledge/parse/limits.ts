@@ -15,6 +15,12 @@ export const MAX_DOCUMENT_CHARS = 5_000_000;
 /** The most pages a PDF may have. */
 export const MAX_PDF_PAGES = 2_000;
 
+/**
+ * The deepest an HTML element may nest. htmlparser2 spends time in proportion to the depth at
+ * each tag, so unbounded nesting would make parsing quadratic; browsers stop at 512 as well.
+ */
+export const MAX_HTML_DEPTH = 512;
+
 /** Fails when `bytes` is larger than MAX_DOCUMENT_BYTES. */
 export function checkDocumentSize(bytes: Uint8Array): void {
   if (bytes.byteLength > MAX_DOCUMENT_BYTES) {

@@ -62,22 +62,61 @@ function block(line: string): string {
   return inline(text);
 }
 
-/** Inline markup as plain text; code spans keep their content. */
+/**
+ * Lines longer than this keep their inline markup: the patterns below are linear per attempt,
+ * but a hostile line could still make them scan far, and such lines are rarely prose.
+ */
+const MAX_INLINE_LINE = 4096;
+
+/** Inline markup as plain text; code spans keep their content as it is. */
 function inline(text: string): string {
-  return text
-    .replace(/!\[([^\]]*)\]\([^)]*\)/g, '$1') // images: their alt text
-    .replace(/\[([^\]]+)\]\((?:<([^>]*)>|([^)\s]*))(?:\s+"[^"]*")?\)/g, (_, label: string, angled?: string, bare?: string) => {
-      const url = angled ?? bare ?? '';
-      return url && url !== label && !url.startsWith('#') ? `${label} (${url})` : label;
-    })
-    .replace(/\[([^\]]+)\]\[[^\]]*\]/g, '$1') // reference links
-    .replace(/<(https?:\/\/[^>\s]+)>/g, '$1') // autolinks
-    .replace(/(`+)([^`]|[^`].*?[^`])\1(?!`)/g, (_, _ticks: string, code: string) => code.trim() || code)
-    .replace(/(\*\*|__)(?=\S)(.+?)(?<=\S)\1/g, '$2')
-    .replace(/(^|[^\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?!\w)/g, '$1$2')
-    .replace(/(^|[^\w_])_(?=\S)([^_]+?)(?<=\S)_(?!\w)/g, '$1$2')
-    .replace(/~~(?=\S)(.+?)(?<=\S)~~/g, '$1')
-    .replace(/\\([\\`*_{}[\]()#+\-.!|~<>])/g, '$1'); // escapes
+  if (text.length > MAX_INLINE_LINE) return text;
+  if (!text.includes('`')) return prose(text);
+  let out = '';
+  let last = 0;
+  for (const match of text.matchAll(/(`+)(?!`)(.+?)(?<!`)\1(?!`)/g)) {
+    out += prose(text.slice(last, match.index)) + (match[2]!.trim() || match[2]!);
+    last = match.index + match[0].length;
+  }
+  return out + prose(text.slice(last));
+}
+
+/** Escaped punctuation is held in private-use code points while markup is removed. */
+const ESCAPE_BASE = 0xf0000;
+
+function prose(text: string): string {
+  let out = text;
+  const escaped = out.includes('\\');
+  if (escaped) out = out.replace(/\\([!-/:-@[-`{-~])/g, (_, char: string) => String.fromCodePoint(ESCAPE_BASE + char.charCodeAt(0)));
+  if (out.includes('](')) {
+    out = out
+      .replace(/!\[([^[\]]*)\]\([^()]*\)/g, '$1') // images: their alt text
+      .replace(/\[([^[\]]+)\]\((?:<([^<>]*)>|([^()\s]*))(?:\s+"[^"()]*")?\)/g, (_, label: string, angled?: string, bare?: string) => {
+        const url = angled ?? bare ?? '';
+        return url && url !== label && !url.startsWith('#') ? `${label} (${url})` : label;
+      });
+  }
+  if (out.includes('][')) out = out.replace(/\[([^[\]]+)\]\[[^[\]]*\]/g, '$1'); // reference links
+  if (out.includes('<http')) out = out.replace(/<(https?:\/\/[^<>\s]+)>/g, '$1'); // autolinks
+  if (/[*_~]/.test(out)) out = out.replace(/\*+|_+|~~+/g, emphasis);
+  if (escaped) out = out.replace(/[\u{F0021}-\u{F007E}]/gu, (char) => String.fromCharCode(char.codePointAt(0)! - ESCAPE_BASE));
+  return out;
+}
+
+/**
+ * An emphasis run goes when it touches a word on one side (`**bold**`, `~~gone~~`); it stays
+ * between spaces (`2 * 3`), inside a word (`snake_case`, `a*b`) and when longer than three.
+ * Runs are judged one by one, not paired: what a reader sees is the same, in linear time.
+ */
+function emphasis(run: string, offset: number, text: string): string {
+  const before = text[offset - 1] ?? ' ';
+  const after = text[offset + run.length] ?? ' ';
+  const opens = !/\s/.test(after);
+  const closes = !/\s/.test(before);
+  if (!opens && !closes) return run;
+  if (run.length > 3) return run;
+  if (opens && closes && /[\p{L}\p{N}]/u.test(before) && /[\p{L}\p{N}]/u.test(after)) return run;
+  return '';
 }
 
 function isFenceClose(line: string, fence: string): boolean {

@@ -5,8 +5,13 @@
  *
  * PDF.js (~3 MB of code) is imported on the first PDF, never at module load. Its worker runs in
  * this thread: it is imported beside the library (`globalThis.pdfjsWorker`), which bundlers can
- * see, rather than by a file path at run time.
+ * see, rather than by a file path at run time. It loads in a bundle without its optional native
+ * canvas package (see withMatrixStandIn); it then logs once that rendering is unavailable.
  */
+import { existsSync } from 'node:fs';
+// Renamed: ESM bundles often declare their own `createRequire` in a banner.
+import { createRequire as requireFrom } from 'node:module';
+import { dirname, join } from 'node:path';
 import type { ParsedDocument } from '../types';
 import { DocumentParseError } from './errors';
 import { MAX_PDF_PAGES, TextBudget } from './limits';
@@ -19,12 +24,68 @@ function loadPdfJs(): Promise<PdfJs> {
   pdfjs ??= (async () => {
     const worker = await import('pdfjs-dist/legacy/build/pdf.worker.mjs');
     (globalThis as { pdfjsWorker?: unknown }).pdfjsWorker = worker;
-    return import('pdfjs-dist/legacy/build/pdf.mjs');
+    return withMatrixStandIn(() => import('pdfjs-dist/legacy/build/pdf.mjs'));
   })().catch((error: unknown) => {
     pdfjs = undefined;
     throw error;
   });
   return pdfjs;
+}
+
+/**
+ * PDF.js's display layer makes a `DOMMatrix` as it loads, for rendering, which we never do.
+ * Node has none; PDF.js borrows one from @napi-rs/canvas, a 30 MB native package that a Lambda
+ * bundle does not carry, and without it the import throws. A stand-in with the identity's fields
+ * lets it load, and is removed once it has, so nothing else in the process sees it.
+ */
+async function withMatrixStandIn<T>(load: () => Promise<T>): Promise<T> {
+  const global = globalThis as { DOMMatrix?: unknown };
+  if (global.DOMMatrix !== undefined) return load();
+  class IdentityMatrix {
+    a = 1;
+    b = 0;
+    c = 0;
+    d = 1;
+    e = 0;
+    f = 0;
+  }
+  global.DOMMatrix = IdentityMatrix;
+  try {
+    return await load();
+  } finally {
+    if (global.DOMMatrix === IdentityMatrix) delete global.DOMMatrix;
+  }
+}
+
+/**
+ * Where pdfjs-dist's `cmaps/` and `standard_fonts/` are: the installed package by default. A
+ * PDF whose fonts use one of the predefined CMaps (common in Chinese, Japanese and Korean
+ * documents) has no readable text without them. A bundle that does not carry the package can
+ * ship those two folders and name their parent with setPdfResourceDirectory.
+ */
+/** `null`: not looked up yet; `undefined`: looked up and not found. */
+let resourceDirectory: string | undefined | null = null;
+
+/** The folder holding pdfjs-dist's `cmaps/` and `standard_fonts/` (for bundles without the package). */
+export function setPdfResourceDirectory(directory: string): void {
+  resourceDirectory = directory;
+}
+
+function resources(): { cMapUrl?: string; cMapPacked?: boolean; standardFontDataUrl?: string } {
+  if (resourceDirectory === null) {
+    try {
+      resourceDirectory = dirname(requireFrom(import.meta.url).resolve('pdfjs-dist/package.json'));
+    } catch {
+      resourceDirectory = undefined;
+    }
+  }
+  if (resourceDirectory === undefined) return {};
+  const cmaps = join(resourceDirectory, 'cmaps');
+  const fonts = join(resourceDirectory, 'standard_fonts');
+  return {
+    ...(existsSync(cmaps) ? { cMapUrl: `${cmaps}/`, cMapPacked: true } : {}),
+    ...(existsSync(fonts) ? { standardFontDataUrl: `${fonts}/` } : {}),
+  };
 }
 
 export async function parsePdf(bytes: Uint8Array, options: { signal?: AbortSignal } = {}): Promise<ParsedDocument> {
@@ -35,6 +96,7 @@ export async function parsePdf(bytes: Uint8Array, options: { signal?: AbortSigna
   // PDF.js takes ownership of (and detaches) the buffer it is given: hand it a copy.
   const task = getDocument({
     data: bytes.slice(),
+    ...resources(),
     isEvalSupported: false,
     disableFontFace: true,
     useSystemFonts: false,
