@@ -305,7 +305,8 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
     rounds.ctx.recordCall({ kind: 'tool', name: call.name, request, error: error instanceof Error ? error.message : String(error) });
     throw error;
   }
-  const references = outcome.kind === 'result' ? outcome.references : undefined;
+  // a tool of another kind may hand back anything: only lists are taken
+  const references = outcome.kind === 'result' && Array.isArray(outcome.references?.chunks) && Array.isArray(outcome.references.doc_aggs) ? outcome.references : undefined;
   rounds.ctx.recordCall({
     kind: 'tool',
     name: call.name,

@@ -11,20 +11,27 @@ import { collect, fixture } from '../helpers/canvas';
 import { testServices } from '../helpers/services';
 import { streamer } from '../helpers/streamer';
 import { OpenAiServer, type RecordedRequest, type Reply } from '../llm/openai-server';
-import { answerFor, buildDsl, workflowSpecArb } from '../helpers/workflow-generator';
+import { answerFor, buildDsl, generatedKnowledge, workflowSpecArb } from '../helpers/workflow-generator';
 
 const registry = withComponents(streamer);
 
-/** A model whose answer depends only on what it is sent, so both drives get the same ones. */
+/**
+ * A model whose answer depends only on what it is sent, so both drives get the same ones.
+ * Shown knowledge blocks, it cites one of them half of the time.
+ */
 function deterministicModel(body: RecordedRequest['body']): Reply {
   const text = body.messages.map((m) => m.content).join('|');
   let hash = 0;
   for (const ch of text) hash = (hash * 31 + ch.charCodeAt(0)) | 0;
   const isClassification = body.messages[0]?.content.startsWith('You sort user messages');
-  return isClassification
-    ? { kind: 'text', text: hash % 2 === 0 ? 'alpha' : 'beta' }
-    : { kind: 'text', text: `answer ${Math.abs(hash) % 1000} to ${body.messages.length} messages`, chunks: 1 + (Math.abs(hash) % 4) };
+  if (isClassification) return { kind: 'text', text: hash % 2 === 0 ? 'alpha' : 'beta' };
+  const shown = [...body.messages.filter((m) => m.role !== 'system').map((m) => m.content).join('\n').matchAll(/\nID: (\d+)/g)].map((m) => m[1]);
+  const cite = shown.length > 0 && hash % 2 === 0 ? ` [ID:${shown[Math.abs(hash) % shown.length]}]` : '';
+  return { kind: 'text', text: `answer ${Math.abs(hash) % 1000} to ${body.messages.length} messages${cite}`, chunks: 1 + (Math.abs(hash) % 4) };
 }
+
+/** The knowledge generated Retrievals search: every search is counted. */
+const knowledge = generatedKnowledge();
 
 let server: OpenAiServer;
 beforeAll(async () => {
@@ -92,6 +99,9 @@ interface Transcript {
   modelNodes: number;
   /** Turns stopped at a checkpoint and finished in another Canvas. */
   suspensions: number;
+  /** Searches the knowledge service received, and Retrieval nodes that finished. */
+  retrievals: number;
+  retrievalNodes: number;
 }
 
 function normalize(events: readonly CanvasEvent[]): unknown[] {
@@ -155,9 +165,11 @@ async function runTurn(canvas: Canvas, input: RunInput, mode: Mode, rebuild: (st
 
 async function drive(dsl: unknown, choices: readonly number[], mode: Mode): Promise<Transcript> {
   const freshEachTurn = mode === 'fresh';
-  const options = { seed: 42, clock: CLOCK, services: testServices({ openaiUrl: server.url }) };
+  const options = { seed: 42, clock: CLOCK, services: testServices({ openaiUrl: server.url, knowledge }) };
   const callsBefore = server.calls;
+  const retrievalsBefore = knowledge.retrieves;
   let modelNodes = 0;
+  let retrievalNodes = 0;
   let suspensions = 0;
   let canvas = Canvas.create(compileWorkflow(dsl, registry), options);
   const next = user(choices);
@@ -175,10 +187,11 @@ async function drive(dsl: unknown, choices: readonly number[], mode: Mode): Prom
     const { events } = ran;
     checkTurn(events);
     modelNodes += events.filter((e) => e.event === 'node_finished' && (e.data.component_type === 'LLM' || e.data.component_type === 'Categorize')).length;
+    retrievalNodes += events.filter((e) => e.event === 'node_finished' && e.data.component_type === 'Retrieval').length;
     turns.push(normalize(events));
     input = next(events, canvas.isTerminal);
   }
-  return { turns, finalState: stateWithoutClock(canvas), modelCalls: server.calls - callsBefore, modelNodes, suspensions };
+  return { turns, finalState: stateWithoutClock(canvas), modelCalls: server.calls - callsBefore, modelNodes, suspensions, retrievals: knowledge.retrieves - retrievalsBefore, retrievalNodes };
 }
 
 describe('exactness: one Canvas vs a fresh Canvas from JSON at every pause', () => {
@@ -186,6 +199,7 @@ describe('exactness: one Canvas vs a fresh Canvas from JSON at every pause', () 
     let paused = 0;
     let withLoopForm = 0;
     let withModel = 0;
+    let withReferences = 0;
     await fc.assert(
       fc.asyncProperty(
         workflowSpecArb,
@@ -199,7 +213,11 @@ describe('exactness: one Canvas vs a fresh Canvas from JSON at every pause', () 
           // every model call belongs to a node that finished: none is repeated on resume
           expect(restored.modelCalls).toBe(continuous.modelCalls);
           expect(continuous.modelCalls).toBe(continuous.modelNodes);
+          // and every search belongs to a Retrieval that finished: none is made again either
+          expect(restored.retrievals).toBe(continuous.retrievals);
+          expect(continuous.retrievals).toBe(continuous.retrievalNodes);
           if (continuous.modelCalls > 0) withModel++;
+          if (JSON.stringify(continuous.turns).includes('"reference"')) withReferences++;
           if (continuous.turns.length > 1) paused++;
           const text = JSON.stringify(spec);
           if (/"kind":"loop"[^\]]*"kind":"form"/.test(text)) withLoopForm++;
@@ -211,6 +229,7 @@ describe('exactness: one Canvas vs a fresh Canvas from JSON at every pause', () 
     expect(paused).toBeGreaterThan(50);
     expect(withLoopForm).toBeGreaterThan(5);
     expect(withModel).toBeGreaterThan(40);
+    expect(withReferences).toBeGreaterThan(20);
   });
 
   it.each(['form-intake', 'begin-required', 'loop-with-form', 'iteration', 'loop-exit', 'switch-and-or'])(
@@ -241,6 +260,8 @@ describe('exactness: a turn stopped at a checkpoint and finished in a fresh Canv
           // the batches before a checkpoint are not run again: no model call is repeated
           expect(suspended.modelCalls).toBe(checkpointed.modelCalls);
           expect(checkpointed.modelCalls).toBe(checkpointed.modelNodes);
+          expect(suspended.retrievals).toBe(checkpointed.retrievals);
+          expect(checkpointed.retrievals).toBe(checkpointed.retrievalNodes);
           expect(checkpointed.suspensions).toBe(0);
           if (suspended.suspensions > 0) suspendedSomewhere++;
         },

@@ -1,9 +1,11 @@
 /**
  * Generates RAGFlow DSLs for property tests: chains of blocks (messages, forms, variable
- * writes, Switch branches, parallel forks that join, Loops with an optional ExitLoop, and
- * Iterations), nested up to a small depth, so that forms end up inside loops and iterations.
+ * writes, Switch branches, parallel forks that join, Loops with an optional ExitLoop,
+ * Iterations, and Retrievals, shown or cited by an LLM), nested up to a small depth, so that
+ * forms end up inside loops and iterations.
  */
 import fc from 'fast-check';
+import { MemoryKnowledge } from './knowledge';
 
 export type FieldKind = 'line' | 'integer' | 'boolean' | 'options' | 'object' | 'float';
 
@@ -24,6 +26,7 @@ export type Block =
   | { kind: 'stream'; chunk: number }
   | { kind: 'llm'; shown: boolean }
   | { kind: 'categorize'; left: Block[]; right: Block[] }
+  | { kind: 'retrieval'; cite: boolean; byName: boolean; top: number }
   | { kind: 'risky'; method: 'none' | 'comment' | 'goto' };
 
 export interface WorkflowSpec {
@@ -46,6 +49,7 @@ function blocksArb(depth: number): fc.Arbitrary<Block[]> {
     fc.record({ kind: fc.constant('stream' as const), chunk: fc.integer({ min: 1, max: 8 }) }),
     fc.record({ kind: fc.constant('llm' as const), shown: fc.boolean() }),
     fc.record({ kind: fc.constant('risky' as const), method: fc.constantFrom<'none' | 'comment' | 'goto'>('none', 'comment', 'goto') }),
+    fc.record({ kind: fc.constant('retrieval' as const), cite: fc.boolean(), byName: fc.boolean(), top: fc.integer({ min: 1, max: 4 }) }),
   ];
   if (depth <= 0) return fc.array(fc.oneof(...leaf), { minLength: 1, maxLength: 3 });
   const inner = blocksArb(depth - 1);
@@ -162,6 +166,36 @@ export function buildDsl(spec: WorkflowSpec): Record<string, unknown> {
           : add('VariableAssigner', { variables: [{ variable: 'env.said', operator: 'overwrite', parameter: `${model}@content` }] }, parent);
         link([model], next);
         return [next];
+      }
+      case 'retrieval': {
+        // the query changes with the conversation and the counter, so what it finds does too
+        const search = add('Retrieval', {
+          query: 'q={sys.query} c={env.counter}',
+          kb_ids: [block.byName ? GENERATED_KB.name : GENERATED_KB.id],
+          top_n: block.top,
+          similarity_threshold: 0.05,
+          empty_response: 'nothing found',
+        }, parent);
+        link(tails, search);
+        if (!block.cite) {
+          const shown = add('Message', { content: [`found: {${search}@formalized_content}`] }, parent);
+          link([search], shown);
+          return [shown];
+        }
+        // called at once (its exception method makes it so), never a stream left unread: a
+        // Message after a branch longer than its sibling may not run before a loop's next round
+        const model = add('LLM', {
+          llm_id: 'any@Provider',
+          sys_prompt: 'Answer with citations.',
+          prompts: [{ role: 'user', content: `knowledge: {${search}@formalized_content} q={sys.query}` }],
+          message_history_window_size: 2,
+          exception_method: 'comment',
+          exception_default_value: 'no answer',
+        }, parent);
+        link([search], model);
+        const shown = add('Message', { content: [`cited: {${model}@content}`] }, parent);
+        link([model], shown);
+        return [shown];
       }
       case 'categorize': {
         const cat = add('Categorize', { llm_id: '', category_description: {}, query: 'sys.query' }, parent);
@@ -281,6 +315,16 @@ export function buildDsl(spec: WorkflowSpec): Record<string, unknown> {
   const end = add('Message', { content: ['done c={env.counter} trail={env.trail}'] });
   link(tails, end);
   return { components, globals: { 'sys.query': '', 'sys.conversation_turns': 0 }, variables, history: [], path: [], retrieval: [] };
+}
+
+/** The knowledge base generated Retrievals search. */
+export const GENERATED_KB = { id: 'e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0', name: 'generated-kb' };
+
+/** Chunks whose words the generated queries (`q=<query> c=<counter>`) partly share. */
+export function generatedKnowledge(): MemoryKnowledge {
+  const words = ['start', 'again', 'question', 'also', 'v1', 'v2', 'v3', 'v4', '0', '1', '2', '3', '4', '5'];
+  const chunks = Array.from({ length: 12 }, (_, i) => `q ${words[i % words.length]} ${words[(i * 5 + 3) % words.length]} c ${i % 6}`);
+  return new MemoryKnowledge([{ ...GENERATED_KB, documents: [{ name: 'a.md', chunks: chunks.slice(0, 6) }, { name: 'b.md', chunks: chunks.slice(6) }] }]);
 }
 
 /** A deterministic answer for a field, varied by a counter. */

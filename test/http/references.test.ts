@@ -131,6 +131,9 @@ describe('references on the surfaces', () => {
     expect(view.dsl.retrieval).toEqual([]);
     expect(view.dsl.history.every((h: unknown[]) => h.length === 2)).toBe(true);
 
+    // RAGFlow's input form of a Retrieval
+    expect((await rf('GET', `/agents/${agentId}/components/Retrieval:Kb/input-form`)).json).toMatchObject({ code: 0, data: { query: { name: 'Query', type: 'line' } } });
+
     const other = (await rf('POST', `/agents/${agentId}/sessions`, {})).json.data;
     await rf('POST', `/agents/${agentId}/completions`, { question: 'When did the old bridge open?', stream: false, session_id: other.id });
     const second = (await rf('GET', `/agents/${agentId}/sessions/${other.id}`)).json.data;

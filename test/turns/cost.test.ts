@@ -13,6 +13,7 @@ import { SsrfGuard } from '../../lib/outbound/ssrf';
 import { executeTurn } from '../../lib/turns/execute';
 import { processMessage } from '../../lib/turns/queue';
 import { fixture } from '../helpers/canvas';
+import { townKnowledge } from '../helpers/knowledge';
 import { newTenant, newWorkflow, testEngine, testStore } from '../helpers/engine';
 import { OpenAiServer } from '../llm/openai-server';
 
@@ -198,5 +199,47 @@ describe('write cost per turn', () => {
     expect(at40.itemBytes).toBeLessThanOrEqual(at2.itemBytes * 1.1);
     expect(at40.whole.write).toBe(at2.whole.write);
     expect(at40.before.write).toBe(at2.before.write);
+  }, 120_000);
+
+  it('a turn with a retrieval and its references costs the same at turn 60 as at turn 2', async () => {
+    // cites the first knowledge block it is shown, so the references sent are narrowed each turn
+    server.respond = (body) => {
+      const id = /\nID: (\d+)/.exec(body.messages.filter((m) => m.role !== 'system').map((m) => m.content).join('\n'))?.[1];
+      return { kind: 'text', text: `It opened in 1932 [ID:${id}].`, chunks: 3 };
+    };
+    const meter = metered();
+    const engine = testEngine({ openaiUrl: server.url, store: meter.store, knowledge: townKnowledge() });
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, {
+      components: {
+        begin: { obj: { component_name: 'Begin', params: {} }, downstream: ['Retrieval:Kb'], upstream: [] },
+        'Retrieval:Kb': { obj: { component_name: 'Retrieval', params: { query: '{sys.query}', kb_ids: ['town-facts', 'town-weather'], similarity_threshold: 0.05 } }, downstream: ['LLM:Answer'], upstream: ['begin'] },
+        'LLM:Answer': { obj: { component_name: 'LLM', params: { llm_id: 'writer@Local', sys_prompt: 'Answer.', prompts: [{ role: 'user', content: 'Knowledge:{Retrieval:Kb@formalized_content}\nQ: {sys.query}' }], message_history_window_size: 4 } }, downstream: ['Message:Out'], upstream: ['Retrieval:Kb'] },
+        'Message:Out': { obj: { component_name: 'Message', params: { content: ['{LLM:Answer@content}'] } }, downstream: [], upstream: ['LLM:Answer'] },
+      },
+    });
+    let runId: string | undefined;
+    const cost: Record<number, Usage> = {};
+    let last;
+    for (let turn = 1; turn <= 60; turn++) {
+      meter.take();
+      last = await executeTurn(engine, { tenant, workflowId, ...(runId ? { runId } : {}), runInput: { query: `When did the old bridge open? The town is cold in winter. (${String(turn).padStart(3, '0')})` } });
+      runId = last.response.run_id;
+      cost[turn] = meter.take();
+    }
+    const end = last?.response.events.find((e) => e.event === 'message_end');
+    expect(Object.keys((end?.data as { reference: { chunks: object } }).reference.chunks)).toHaveLength(1);
+    const items = await partitionItems(meter.store, tenant, runId as string);
+    const record = (n: number) => items.find((i) => i.sk === keys.turn(n)) as Record<string, unknown>;
+    for (const n of [2, 30, 60]) {
+      const c = cost[n] as Usage;
+      console.log(`retrieval turn ${n}: ${c.write} WCU (${JSON.stringify(c.byOperation)}), record ${itemSize(record(n))} B, ${c.read} RCU read`);
+    }
+    const at2 = cost[2] as Usage;
+    const at60 = cost[60] as Usage;
+    expect(at60.write).toBeLessThanOrEqual(at2.write);
+    expect(itemSize(record(60))).toBeLessThanOrEqual(itemSize(record(2)) * 1.1);
+    // no blob: the chunks' text is small, and the references travel in the record's own stream
+    expect(items.filter((i) => String(i.sk).startsWith('B#')).length).toBeLessThanOrEqual(1);
   }, 120_000);
 });

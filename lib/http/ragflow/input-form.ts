@@ -3,8 +3,9 @@
  * RAGFlow's `get_input_form` answers them, from the agent's active version. A form (Begin,
  * UserFillUp) answers its fields `{name, type, optional, options?, value}`; an LLM or an Agent
  * the references in its prompts, an Invoke those of its variables (`{type: "line", name}`,
- * named `<component name>@<output>`); Categorize, Switch, Iteration, Loop, VariableAssigner and
- * VariableAggregator the fixed fields RAGFlow gives them; any other component none.
+ * named `<component name>@<output>`); Categorize, Retrieval, Switch, Iteration, Loop,
+ * VariableAssigner and VariableAggregator the fixed fields RAGFlow gives them; any other
+ * component none.
  */
 import type { Workflow, WorkflowNode } from '../../canvas';
 import { findReferences, isRecord } from '../../canvas/references';
@@ -17,6 +18,7 @@ type InputForm = Record<string, Record<string, unknown>>;
 
 const FIXED: Record<string, InputForm> = {
   Categorize: { query: { type: 'line', name: 'Query' } },
+  Retrieval: { query: { name: 'Query', type: 'line' } },
   Switch: { urls: { name: 'URLs', type: 'line' } },
   Iteration: { items: { type: 'json', name: 'Items' } },
   Loop: { items: { type: 'json', name: 'Items' } },
