@@ -130,7 +130,8 @@ beforeAll(async () => {
 
   B.wf = (await send(B.admin, 'POST', '/workflows/v1/workflows', { name: 'B own', dsl: fixture('form-intake') })).json.id;
   B.agent = (await send(B.admin, 'POST', '/api/v1/agents', { title: `B agent ${hex(6)}`, dsl: fixture('form-intake') })).json.data.id;
-});
+  // tens of requests, two of them parsing documents: more than the default hook timeout on a loaded machine
+}, 60_000);
 
 afterAll(async () => {
   await queue?.idle();
