@@ -1,6 +1,8 @@
 /**
- * RAGFlow-compatible routes under /api/v1: the same keys, tenants, workflows and runs as the
- * native API, in RAGFlow's envelope and codes, so its SDK and documented calls work unchanged.
+ * RAGFlow-compatible routes under /api/v1: the same keys, tenants, workflows, runs and knowledge
+ * bases as the native API (agents, sessions, completions, uploads; datasets, their documents,
+ * parsing, chunks, retrieval), in RAGFlow's envelope and codes, so its SDK and documented
+ * calls work unchanged.
  * Each group of routes is a Hono app of its own, mounted here in an order that lets fixed paths
  * (`/agents/templates`, `/agents/tags`, `/agents/prompts`) win over `/agents/{id}`; whatever
  * else comes under /api/v1 is answered as unsupported, inside the envelope.
