@@ -197,7 +197,7 @@ async function exists(caller: DatasetCaller, id: string): Promise<boolean> {
 }
 
 /** RAGFlow's `duplicate_name`: `a` -> `a(1)`, `a(1)` -> `a(2)`, `a.v2` -> `a(1).v2`. */
-export function nextName(name: string): string {
+function nextName(name: string): string {
   const dot = name.lastIndexOf('.');
   const [stem, suffix] = dot > 0 && dot < name.length - 1 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
   const counted = /^(.*)\((\d+)\)$/.exec(stem);
