@@ -10,6 +10,7 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
+import type { KnowledgeAdmin } from '../knowledge/types';
 import type { SsrfGuard } from '../outbound/ssrf';
 import type { Logger } from '../runtime/telemetry';
 import type { TenantSecrets } from '../secrets/tenant-secrets';
@@ -22,6 +23,7 @@ import { errorResponse, HttpError, INTERNAL_ERROR, validationHook } from './erro
 import { endUserRoutes } from './routes/end-users';
 import { registerExecuteRoutes } from './routes/execute';
 import { registerFileRoutes } from './routes/files';
+import { DOCUMENT_UPLOAD_PATH, knowledgeBaseRoutes } from './routes/knowledge-bases';
 import { registerKeyRoutes } from './routes/keys';
 import { registerRunRoutes } from './routes/runs';
 import { secretRoutes } from './routes/secrets';
@@ -63,6 +65,10 @@ export interface AppDeps {
   maxDslNodes?: number;
   /** Uploaded files. @default 4 MiB */
   maxFileBytes?: number;
+  /** Knowledge bases (`/workflows/v1/knowledge-bases`, RAGFlow's datasets); absent: those routes answer 503. */
+  knowledge?: KnowledgeAdmin;
+  /** A knowledge base document, one upload. @default MAX_DOCUMENT_BYTES (4 MiB) */
+  maxDocumentBytes?: number;
   /**
    * The SSRF guard for URLs tenants give the API to be called later (`callback_url`): the
    * runtime's, with the operator's allow-list. @default a guard with no allow-list
@@ -130,15 +136,16 @@ export function createApp(deps: AppDeps): App {
       throw new HttpError('payload_too_large', `the request body is over ${limits.maxBodyBytes} bytes`);
     },
   });
-  // uploads have their own, larger limit (routes/files.ts)
-  app.use('/workflows/v1/*', (c, next) => (c.req.path === '/workflows/v1/files' ? next() : jsonBodyLimit(c, next)));
+  // uploads have their own, larger limits (routes/files.ts, routes/knowledge-bases.ts)
+  const isUpload = (c: Context) => c.req.path === '/workflows/v1/files' || (c.req.method === 'POST' && DOCUMENT_UPLOAD_PATH.test(c.req.path));
+  app.use('/workflows/v1/*', (c, next) => (isUpload(c) ? next() : jsonBodyLimit(c, next)));
   app.use('/workflows/v1/*', async (c, next) => {
     c.set('principal', await deps.auth.authenticate({
       authorization: c.req.header('authorization'),
       runToken: c.req.header(RUN_TOKEN_HEADER),
       endUserToken: c.req.header(END_USER_TOKEN_HEADER),
     }));
-    if (c.req.method === 'POST' || c.req.method === 'PUT') await checkJson(c.req.raw.clone(), limits.maxJsonDepth);
+    if (c.req.method === 'POST' || c.req.method === 'PUT' || c.req.method === 'PATCH') await checkJson(c.req.raw.clone(), limits.maxJsonDepth);
     await next();
   });
 
@@ -148,6 +155,7 @@ export function createApp(deps: AppDeps): App {
   registerRunRoutes(app, deps);
   registerFileRoutes(app, deps);
   app.route('/workflows/v1/secrets', secretRoutes(deps));
+  app.route('/workflows/v1/knowledge-bases', knowledgeBaseRoutes(deps));
   app.route('/workflows/v1', endUserRoutes(deps));
   registerRagflowRoutes(app as unknown as Hono<AppEnv>, deps);
 

@@ -23,6 +23,7 @@ export function appDeps(runtime: Runtime): AppDeps {
   const embedSecrets = new EmbedSecrets(runtime.secrets.tenantSecrets, { cacheMs: config.http.authCacheMs });
   return {
     engine: runtime.engine,
+    knowledge: runtime.knowledge,
     guard: runtime.guard,
     asyncLeaseMs: config.queue.asyncLeaseMs,
     ...(runtime.enqueue ? { enqueue: runtime.enqueue } : {}),

@@ -72,10 +72,11 @@ export class HttpError extends EaselError {
  * does not match its schema is `invalid_request` naming the first field (`field`, as every
  * refusal of one field does), with all of them in `fields`.
  */
-export function validationHook(result: { success: boolean; error?: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } }): void {
+export function validationHook(result: { success: boolean; error?: { issues: readonly { path: readonly PropertyKey[]; message: string; keys?: readonly string[] }[] } }): void {
   if (result.success) return;
   const issues = result.error?.issues ?? [];
-  const path = (i: { path: readonly PropertyKey[] }) => i.path.map(String).join('.');
+  // an unknown key is named itself, not the object it is in
+  const path = (i: { path: readonly PropertyKey[]; keys?: readonly string[] }) => [...i.path, ...(i.keys?.slice(0, 1) ?? [])].map(String).join('.');
   const issue = issues[0];
   const field = (issue && path(issue)) || 'body';
   throw new HttpError('invalid_request', `${field}: ${issue?.message ?? 'invalid'}`, {

@@ -1,9 +1,11 @@
 """RAGFlow's Python SDK, driven against an Easel server: every SDK call Easel supports.
 
 Reads its configuration as JSON on stdin:
-    {"base_url", "api_key", "other_api_key", "corpus", "suffix", "agents": {"echo": dsl, "triage": dsl}}
+    {"base_url", "api_key", "other_api_key", "corpus", "suffix", "agents": {"echo": dsl, "triage": dsl},
+     "documents": {"guide.md": text, "faq.txt": text, "broken.pdf": text (latin-1)}}
 and prints one JSON object on stdout: what each call returned (or the message of the exception
-the SDK raised), and how each stock template of the corpus fared when imported. It asserts
+the SDK raised), how each stock template of the corpus fared when imported, and the SDK's
+dataset calls Easel does not serve, with why. It asserts
 nothing itself: test/conformance/ragflow-sdk.test.ts does.
 """
 
@@ -13,27 +15,15 @@ import os
 import sys
 
 from ragflow_sdk import RAGFlow
+from ragflow_sdk.modules.dataset import DataSet
 
-# The SDK's dataset calls (datasets, documents, chunks, retrieval): Easel has no datasets yet.
-# Listed so that they are added here, with their checks, when it does; not called today.
+# The SDK's dataset calls Easel does not serve, each with why (the others are made below).
 DATASET_CALLS_LATER = [
-    "RAGFlow.create_dataset",
-    "RAGFlow.list_datasets",
-    "RAGFlow.get_dataset",
-    "RAGFlow.delete_datasets",
-    "DataSet.update",
-    "DataSet.upload_documents",
-    "DataSet.list_documents",
-    "DataSet.delete_documents",
-    "DataSet.async_parse_documents",
-    "DataSet.async_cancel_parse_documents",
-    "Document.update",
-    "Document.download",
-    "Document.add_chunk",
-    "Document.list_chunks",
-    "Document.delete_chunks",
-    "Chunk.update",
-    "RAGFlow.retrieve",
+    {"call": "Document.update", "why": "documents are not renamed, re-configured or given metadata: upload again instead"},
+    {"call": "Document.download", "why": "the knowledge service keeps a document's text and chunks, not a download of its file"},
+    {"call": "Document.add_chunk", "why": "chunks are what parsing makes; a hand-made chunk would be lost at the next parse"},
+    {"call": "Document.delete_chunks", "why": "as add_chunk: delete the document, or parse it again"},
+    {"call": "Chunk.update", "why": "as add_chunk: edit the document and upload it again"},
 ]
 
 
@@ -124,7 +114,76 @@ def main():
     call("get_agent (deleted)", lambda: rag.get_agent(echo_id))
     call("delete_agent (second)", lambda: rag.delete_agent(triage_id))
 
+    datasets(config, call)
     print(json.dumps({"calls": calls, "templates": import_templates(config, suffix), "dataset_calls_later": DATASET_CALLS_LATER}))
+
+
+def datasets(config, call):
+    """The dataset calls: datasets, documents, parsing, chunks and retrieval, and their refusals."""
+    rag = RAGFlow(api_key=config["api_key"], base_url=config["base_url"])
+    other = RAGFlow(api_key=config["other_api_key"], base_url=config["base_url"])
+    suffix = config["suffix"]
+    docs = config["documents"]
+
+    def dataset_fields(d):
+        parser = d.parser_config.to_json() if d.parser_config is not None else None
+        return {"id": d.id, "name": d.name, "description": d.description, "chunk_method": d.chunk_method, "parser_config": parser, "document_count": d.document_count, "chunk_count": d.chunk_count, "permission": d.permission}
+
+    def doc_fields(d):
+        return {"id": d.id, "name": d.name, "dataset_id": d.dataset_id, "run": d.run, "progress": d.progress, "progress_msg": d.progress_msg, "chunk_count": d.chunk_count, "token_count": d.token_count, "size": d.size, "type": d.type}
+
+    def chunk_fields(c):
+        return {"id": c.id, "content": c.content, "document_id": c.document_id, "dataset_id": c.dataset_id, "document_name": c.document_name, "similarity": c.similarity}
+
+    name = f"Manuals {suffix}"
+    parser_config = DataSet.ParserConfig(rag, {"chunk_token_num": 128, "delimiter": "\n"})
+    created = call("create_dataset", lambda: dataset_fields(rag.create_dataset(name=name, description="Product manuals", chunk_method="naive", parser_config=parser_config)))
+    call("create_dataset (second)", lambda: dataset_fields(rag.create_dataset(name=f"Notes {suffix}")))
+    call("create_dataset (chunk_method=book)", lambda: rag.create_dataset(name=f"Book {suffix}", chunk_method="book"))
+    call("create_dataset (chunk_method=unknown)", lambda: rag.create_dataset(name=f"Odd {suffix}", chunk_method="poetry"))
+    call("create_dataset (empty name)", lambda: rag.create_dataset(name=""))
+    ds_id = (created or {}).get("id")
+    call("list_datasets", lambda: [dataset_fields(d) for d in rag.list_datasets()])
+    call("list_datasets (page_size=1, oldest first)", lambda: [d.name for d in rag.list_datasets(page=1, page_size=1, orderby="create_time", desc=False)])
+    call("list_datasets (page 2 of 1, newest first)", lambda: [d.name for d in rag.list_datasets(page=2, page_size=1)])
+    call("list_datasets (name)", lambda: [d.id for d in rag.list_datasets(name=name)])
+    call("list_datasets (id)", lambda: [d.name for d in rag.list_datasets(id=ds_id)])
+    call("list_datasets (id, missing)", lambda: other.list_datasets(id="f" * 32))
+    call("list_datasets (id, another tenant's)", lambda: other.list_datasets(id=ds_id))
+    call("get_dataset", lambda: rag.get_dataset(name=name).id)
+    dataset = rag.list_datasets(id=ds_id)[0] if ds_id else None
+    call("DataSet.update", lambda: dataset_fields(dataset.update({"name": f"Manuals renamed {suffix}", "parser_config": {"chunk_token_num": 64}})))
+    call("DataSet.update (chunk_method=qa)", lambda: dataset.update({"chunk_method": "qa"}))
+    call("DataSet.update (parser_config.raptor)", lambda: dataset.update({"parser_config": {"raptor": {"use_raptor": True}}}))
+
+    uploaded = call("upload_documents", lambda: [doc_fields(d) for d in dataset.upload_documents([{"display_name": n, "blob": docs[n].encode("latin-1")} for n in ("guide.md", "faq.txt", "broken.pdf")])]) or []
+    call("upload_documents (unsupported type)", lambda: dataset.upload_documents([{"display_name": "clip.mp4", "blob": b"\x00\x00\x00 ftypisom"}]))
+    call("upload_documents (another tenant's dataset)", lambda: DataSet(other, {"id": ds_id}).upload_documents([{"display_name": "x.txt", "blob": b"x"}]))
+    ids = {d["name"]: d["id"] for d in uploaded}
+    call("list_documents", lambda: sorted((d.name, d.run) for d in dataset.list_documents()))
+    call("list_documents (keywords)", lambda: [d.name for d in dataset.list_documents(keywords="guide")])
+    call("async_parse_documents", lambda: dataset.async_parse_documents([ids.get("guide.md"), ids.get("broken.pdf")]))
+    call("list_documents (after async_parse_documents)", lambda: {d.name: doc_fields(d) for d in dataset.list_documents()})
+    call("parse_documents", lambda: sorted(dataset.parse_documents([ids.get("faq.txt")])))
+    call("async_cancel_parse_documents (parsed)", lambda: dataset.async_cancel_parse_documents([ids.get("faq.txt")]))
+    call("async_parse_documents (missing)", lambda: dataset.async_parse_documents(["e" * 32]))
+    guide = next((d for d in dataset.list_documents(id=ids.get("guide.md"))), None) if ids.get("guide.md") else None
+    call("Document.list_chunks", lambda: [chunk_fields(c) for c in guide.list_chunks()])
+    call("Document.list_chunks (keywords)", lambda: [c.content for c in guide.list_chunks(keywords="warranty")])
+    call("retrieve", lambda: [chunk_fields(c) for c in rag.retrieve(dataset_ids=[ds_id], question="How long is the warranty?", similarity_threshold=0.0)])
+    call("retrieve (document_ids)", lambda: sorted({c.document_id for c in rag.retrieve(dataset_ids=[ds_id], document_ids=[ids.get("faq.txt")], question="warranty refund", similarity_threshold=0.0)}))
+    call("retrieve (rerank_id)", lambda: rag.retrieve(dataset_ids=[ds_id], question="warranty", rerank_id="bge-reranker@BAAI"))
+    call("retrieve (keyword)", lambda: rag.retrieve(dataset_ids=[ds_id], question="warranty", keyword=True))
+    call("retrieve (another tenant's dataset)", lambda: other.retrieve(dataset_ids=[ds_id], question="warranty"))
+    call("retrieve (missing dataset)", lambda: other.retrieve(dataset_ids=["f" * 32], question="warranty"))
+    call("delete_documents", lambda: dataset.delete_documents(ids=[ids.get("faq.txt")]))
+    call("retrieve (after delete_documents)", lambda: sorted({c.document_id for c in rag.retrieve(dataset_ids=[ds_id], question="warranty refund", similarity_threshold=0.0)}))
+    call("delete_documents (missing)", lambda: dataset.delete_documents(ids=["e" * 32]))
+    call("delete_datasets (another tenant's)", lambda: other.delete_datasets(ids=[ds_id]))
+    call("delete_datasets", lambda: rag.delete_datasets(ids=[ds_id]))
+    call("list_datasets (after delete_datasets)", lambda: [d.name for d in rag.list_datasets()])
+    call("delete_datasets (delete_all)", lambda: rag.delete_datasets(delete_all=True))
+    call("list_datasets (after delete_all)", lambda: [d.name for d in rag.list_datasets()])
 
 
 def english(value):

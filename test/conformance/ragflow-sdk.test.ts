@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from '../helpers/canvas';
 import { graph } from '../helpers/dsl-builder';
 import { newTenant, testEngine } from '../helpers/engine';
+import { BROKEN_PDF, FAQ_TXT, GUIDE_MD } from '../helpers/knowledge-docs';
 import { type Served, serveApp } from '../helpers/http';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
@@ -51,7 +52,7 @@ interface TemplateResult {
 interface Report {
   calls: Call[];
   templates: TemplateResult[];
-  dataset_calls_later: string[];
+  dataset_calls_later: { call: string; why: string }[];
 }
 
 /** Why python3 cannot run the SDK here, or null. */
@@ -119,7 +120,9 @@ describe.skipIf(!present)('RAGFlow’s Python SDK against Easel', () => {
       corpus: CORPUS,
       suffix,
       agents: { echo: ECHO, triage: fixture('ragflow-begin-categorize') },
+      documents: { 'guide.md': GUIDE_MD, 'faq.txt': FAQ_TXT, 'broken.pdf': BROKEN_PDF },
     });
+    if (process.env.EASEL_SDK_REPORT) writeFileSync(process.env.EASEL_SDK_REPORT, JSON.stringify(report, null, 1));
   }, 60_000);
   afterAll(async () => {
     await api?.close();
@@ -142,6 +145,7 @@ describe.skipIf(!present)('RAGFlow’s Python SDK against Easel', () => {
     return r.error;
   };
   const echoTitle = () => `Echo ${suffix}`;
+  const created = () => value('create_dataset') as { id: string; description: string };
 
   it('creates, lists (paged, ordered, filtered), gets and updates agents', () => {
     expect(value('create_agent')).toBeNull();
@@ -198,6 +202,77 @@ describe.skipIf(!present)('RAGFlow’s Python SDK against Easel', () => {
     expect(value('delete_agent')).toBeNull();
     expect(raised('get_agent (deleted)')).toBe('canvas not found.');
     expect(value('delete_agent (second)')).toBeNull();
+  });
+
+  it('creates, lists (paged, by name and id), gets and updates datasets; refuses what Easel lacks in RAGFlow’s words', () => {
+    const made = created();
+    expect(made).toMatchObject({ id: expect.stringMatching(/^[0-9a-f]{32}$/), name: `Manuals ${suffix}`, chunk_method: 'naive', permission: 'me', document_count: 0, parser_config: { chunk_token_num: 128, delimiter: '\n' } });
+    expect(made.description).toContain('Product manuals');
+    expect(value('create_dataset (second)')).toMatchObject({ name: `Notes ${suffix}`, parser_config: { chunk_token_num: 512 } });
+    expect(raised('create_dataset (chunk_method=book)')).toBe("Field: <chunk_method> - Message: <Easel chunks with 'naive' only: 'book' is not supported> - Value: <book>");
+    expect(raised('create_dataset (chunk_method=unknown)')).toMatch(/^Field: <chunk_method> - Message: <Input should be 'naive', 'book', /);
+    expect(raised('create_dataset (empty name)')).toBe('Field: <name> - Message: <String should have at least 1 character> - Value: <>');
+    expect(value('list_datasets').map((d: { name: string }) => d.name)).toEqual([`Notes ${suffix}`, `Manuals ${suffix}`]);
+    expect(value('list_datasets (page_size=1, oldest first)')).toEqual([`Manuals ${suffix}`]);
+    expect(value('list_datasets (page 2 of 1, newest first)')).toEqual([`Manuals ${suffix}`]);
+    expect(value('list_datasets (name)')).toEqual([made.id]);
+    expect(value('list_datasets (id)')).toEqual([`Manuals ${suffix}`]);
+    // another tenant's dataset is refused exactly as a missing one
+    const missing = raised('list_datasets (id, missing)');
+    expect(raised("list_datasets (id, another tenant's)")).toBe(missing?.replace('f'.repeat(32), made.id));
+    expect(value('get_dataset')).toBe(made.id);
+    expect(value('DataSet.update')).toMatchObject({ id: made.id, name: `Manuals renamed ${suffix}`, parser_config: { chunk_token_num: 64 } });
+    expect(raised('DataSet.update (chunk_method=qa)')).toBe("Field: <chunk_method> - Message: <Easel chunks with 'naive' only: 'qa' is not supported> - Value: <qa>");
+    expect(raised('DataSet.update (parser_config.raptor)')).toBe('Field: <parser_config.raptor.use_raptor> - Message: <RAPTOR is not supported by Easel> - Value: <True>');
+  });
+
+  it('uploads documents, parses them (a broken one FAIL with its reason, the others DONE), lists their chunks and retrieves', () => {
+    const uploaded = value('upload_documents') as { id: string; name: string; run: string }[];
+    expect(uploaded.map((d) => [d.name, d.run])).toEqual([['guide.md', 'UNSTART'], ['faq.txt', 'UNSTART'], ['broken.pdf', 'UNSTART']]);
+    const id = Object.fromEntries(uploaded.map((d) => [d.name, d.id]));
+    expect(raised('upload_documents (unsupported type)')).toMatch(/^unsupported document type "\.mp4"; supported: .*\.md/);
+    expect(raised("upload_documents (another tenant's dataset)")).toMatch(/^Can't find the dataset with ID [0-9a-f]{32}!$/);
+    expect(value('list_documents')).toEqual([['broken.pdf', 'UNSTART'], ['faq.txt', 'UNSTART'], ['guide.md', 'UNSTART']]);
+    expect(value('list_documents (keywords)')).toEqual(['guide.md']);
+    // async_parse_documents answers once parsing is over: the status the SDK polls is final at once
+    expect(value('async_parse_documents')).toBeNull();
+    const after = value('list_documents (after async_parse_documents)');
+    expect(after['guide.md']).toMatchObject({ run: 'DONE', progress: 1, type: 'doc' });
+    expect(after['guide.md'].chunk_count).toBeGreaterThan(0);
+    expect(after['broken.pdf']).toMatchObject({ run: 'FAIL', chunk_count: 0, type: 'pdf' });
+    expect(after['broken.pdf'].progress_msg).not.toBe('');
+    expect(after['faq.txt']).toMatchObject({ run: 'UNSTART' });
+    expect(value('parse_documents')).toEqual([[id['faq.txt'], 'DONE', expect.any(Number), expect.any(Number)]]);
+    expect(raised('async_cancel_parse_documents (parsed)')).toBe("Can't stop parsing document that has not started or already completed");
+    expect(raised('async_parse_documents (missing)')).toBe(`Documents not found: ['${'e'.repeat(32)}']`);
+    const chunks = value('Document.list_chunks') as { content: string; document_id: string; dataset_id: string }[];
+    expect(chunks.length).toBe(after['guide.md'].chunk_count);
+    expect(chunks[0]).toMatchObject({ document_id: id['guide.md'], content: expect.stringContaining('Espresso machine guide') });
+    expect(value('Document.list_chunks (keywords)')).toEqual([expect.stringContaining('citric acid')]);
+    const retrieved = value('retrieve') as { content: string; document_id: string; document_name: string; similarity: number }[];
+    expect(retrieved[0]).toMatchObject({ document_id: id['guide.md'], document_name: 'guide.md', content: expect.stringContaining('two years') });
+    expect(retrieved[0]?.similarity).toBeGreaterThan(0);
+    expect(value('retrieve (document_ids)')).toEqual([id['faq.txt']]);
+    expect(raised('retrieve (rerank_id)')).toMatch(/^Rerank models are not supported by Easel/);
+    expect(raised('retrieve (keyword)')).toMatch(/^`keyword` .* is not supported by Easel/);
+    expect(raised("retrieve (another tenant's dataset)")).toBe(raised('retrieve (missing dataset)')?.replace('f'.repeat(32), created().id));
+  });
+
+  it('deletes documents (retrieval no longer finds them) and datasets, by id and all of them', () => {
+    expect(value('delete_documents')).toBeNull();
+    const guide = (value('upload_documents') as { id: string; name: string }[]).find((d) => d.name === 'guide.md')?.id;
+    expect(value('retrieve (after delete_documents)')).toEqual([guide]);
+    expect(raised('delete_documents (missing)')).toMatch(new RegExp(`Document not found: ${'e'.repeat(32)}$`));
+    expect(raised("delete_datasets (another tenant's)")).toMatch(new RegExp(`lacks permission for datasets: '${created().id}'$`));
+    expect(value('delete_datasets')).toBeNull();
+    expect(value('list_datasets (after delete_datasets)')).toEqual([`Notes ${suffix}`]);
+    expect(value('delete_datasets (delete_all)')).toBeNull();
+    expect(value('list_datasets (after delete_all)')).toEqual([]);
+  });
+
+  it('lists the SDK’s dataset calls Easel does not serve, each with why', () => {
+    expect(report.dataset_calls_later.map((c) => c.call)).toEqual(['Document.update', 'Document.download', 'Document.add_chunk', 'Document.delete_chunks', 'Chunk.update']);
+    for (const c of report.dataset_calls_later) expect(c.why, c.call).not.toBe('');
   });
 
   it('imports the stock templates Easel can run, and names what each other one lacks', () => {

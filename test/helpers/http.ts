@@ -14,6 +14,9 @@ import { serverKey } from '../../lib/secrets/server-keys';
 import { signedTokens } from '../../lib/secrets/signed-tokens';
 import { TenantSecrets } from '../../lib/secrets/tenant-secrets';
 import { closeUnreadBodies } from '../../lib/local/close-unread-bodies';
+import { createKnowledge } from '../../lib/knowledge/service';
+import { DEFAULT_RETRY } from '../../lib/llm';
+import { SsrfGuard } from '../../lib/outbound/ssrf';
 import { hashSecret, putApiKey } from '../../lib/store/api-keys';
 import type { TurnEngine } from '../../lib/turns/execute';
 import { newTenant } from './engine';
@@ -46,9 +49,19 @@ export function accessDeps(engine: TurnEngine, options: { secrets?: TenantSecret
   return { secrets, access, embedSecrets, auth };
 }
 
+/** The knowledge service on the engine's store, as the runtime builds it (full-text search: no embedding model is configured). */
+export function testKnowledge(engine: TurnEngine, secrets: Record<string, string> = {}) {
+  return createKnowledge({
+    store: engine.store,
+    guard: new SsrfGuard({ allow: [] }),
+    secretsFor: () => (name) => secrets[name],
+    llm: { defaultModel: 'echo', models: {}, timeoutMs: 60_000, retry: { ...DEFAULT_RETRY, baseDelayMs: 5, maxDelayMs: 20 } },
+  });
+}
+
 export async function serveApp(engine: TurnEngine, overrides: Partial<AppDeps> = {}): Promise<Served> {
   const { access, embedSecrets, auth } = accessDeps(engine, overrides.secrets ? { secrets: overrides.secrets } : {});
-  const app = createApp({ engine, access, embedSecrets, auth, ...overrides });
+  const app = createApp({ engine, access, embedSecrets, auth, knowledge: testKnowledge(engine), ...overrides });
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: closeUnreadBodies(app.fetch), port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });

@@ -199,7 +199,7 @@ describe('workflow versions over HTTP', () => {
     (v2dsl.components['Message:BraveOwlsSing'] as { obj: { params: Record<string, unknown> } }).obj.params.content = ['v2 {UserFillUp:PlumDesksWave@name}'];
     const v2 = await api.call('POST', `/workflows/v1/workflows/${wf}/versions`, { body: { dsl: v2dsl } });
     expect(v2.status).toBe(201);
-    expect(v2.json).toEqual({ version: 2, active_version: 2 });
+    expect(v2.json).toEqual({ version: 2, active_version: 2, warnings: [] });
     const versions = await api.call('GET', `/workflows/v1/workflows/${wf}/versions`);
     expect(versions.json.items.map((v: { version: number; active: boolean }) => [v.version, v.active])).toEqual([[1, false], [2, true]]);
     const old = await execute(wf, { run_id: t1.json.run_id, run_input: { inputs: { name: 'A', age: 1, plan: 'free' } } });

@@ -181,7 +181,9 @@ describe('versions, reset, templates, input forms and logs', () => {
 describe('routes Easel does not have', () => {
   it('are answered inside the envelope with code 103 naming the operation, never a bare 404', async () => {
     const cases: [string, string, string][] = [
-      ['GET', '/datasets', 'GET /api/v1/datasets'],
+      ['GET', '/datasets/0123abcd/documents/4567cdef', 'GET /api/v1/datasets/{id}/documents/{id}'],
+      ['POST', '/datasets/0123abcd/documents/4567cdef/chunks', 'POST /api/v1/datasets/{id}/documents/{id}/chunks'],
+      ['GET', '/datasets/0123abcd/knowledge_graph', 'GET /api/v1/datasets/{id}/knowledge_graph'],
       ['POST', '/chats/0123abcd/completions', 'POST /api/v1/chats/{id}/completions'],
       ['GET', '/agents/prompts', 'GET /api/v1/agents/prompts'],
       ['POST', '/agents/rerun', 'POST /api/v1/agents/rerun'],
@@ -192,7 +194,7 @@ describe('routes Easel does not have', () => {
       const res = await rf(method, path, method === 'GET' ? undefined : {});
       expect(res.status).toBe(200);
       expect(res.json.code, path).toBe(103);
-      expect(res.json.message).toBe(`${named} is not supported by Easel (it serves RAGFlow's agent API: agents, sessions, completions and uploads).`);
+      expect(res.json.message).toBe(`${named} is not supported by Easel (it serves RAGFlow's agent API: agents, sessions, completions and uploads; and of its dataset API: datasets, their documents, parsing, chunk listing and retrieval).`);
     }
     // still behind the key
     expect((await rf('GET', '/datasets', undefined, null)).json).toEqual({ code: 0, message: '`Authorization` can\'t be empty', data: false });

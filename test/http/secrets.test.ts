@@ -56,7 +56,7 @@ describe('/workflows/v1/secrets', () => {
       ['OK_NAME', {}, 400, 'invalid_request', 'value'],
       ['OK_NAME', { value: '' }, 400, 'invalid_request', 'value'],
       ['OK_NAME', { value: 42 }, 400, 'invalid_request', 'value'],
-      ['OK_NAME', { value: 'x', extra: 1 }, 400, 'invalid_request', ''],
+      ['OK_NAME', { value: 'x', extra: 1 }, 400, 'invalid_request', 'extra'],
       ['OK_NAME', { value: 'é'.repeat(4097) }, 413, 'payload_too_large', 'value'],
     ];
     for (const [name, body, status, code, field] of cases) {

@@ -202,7 +202,7 @@ const NAMES_NOTHING = new Set([
   'GET /api/v1/agents/{agent}/components/{cid}/input-form',
   // a message id leads to no turn (lib/http/ragflow/logs.ts): every answer is the same {}
   'GET /api/v1/agents/{agent}/logs/{mid}',
-  'GET /api/v1/datasets',
+  'GET /api/v1/chats',
 ]);
 
 const missingLike = (id: string) => (id.startsWith('file_') ? `file_${hex(32)}` : hex(32));

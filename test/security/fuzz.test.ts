@@ -42,7 +42,7 @@ const onRejection = (reason: unknown) => rejections.push(reason);
 const prototypeBefore = Object.getOwnPropertyNames(Object.prototype).sort();
 
 /** Live ids by kind; index 0 of each is a seed item that DELETE routes leave alone. */
-const pools: Record<string, string[]> = { wf: [], run: [], runwf: [], file: [], key: [], agent: [], session: [], sessionagent: [], cursor: [], secret: [], revoked: [], sname: [], emb: [], user: [] };
+const pools: Record<string, string[]> = { wf: [], run: [], runwf: [], file: [], key: [], agent: [], session: [], sessionagent: [], cursor: [], secret: [], revoked: [], sname: [], emb: [], user: [], kb: [], doc: [] };
 const MAX_POOL = 60;
 const remember = (pool: string, ...values: string[]) => {
   if ((pools[pool]?.length ?? 0) < MAX_POOL) pools[pool]?.push(...values);
@@ -65,6 +65,8 @@ const SHAPES: Record<string, () => string> = {
   emb: () => `emb_${hex(16)}`,
   user: () => `user-${hex(8)}`,
   hook: () => `wh_${hex(32)}`,
+  kb: () => hex(32),
+  doc: () => hex(32),
 };
 /** Missing ids of a given shape come from a PRNG seeded like the generators. */
 let prng = SEED >>> 0;
@@ -146,6 +148,14 @@ beforeAll(async () => {
   expect(embed.status).toBe(201);
   remember('emb', embed.json.id);
   remember('user', 'seed-user', 'visitor-1');
+  // a knowledge base (a dataset) with a parsed document
+  const kb = await json('POST', '/workflows/v1/knowledge-bases', { name: 'seed knowledge' });
+  expect(kb.status).toBe(201);
+  remember('kb', kb.json.id);
+  const doc = multipart([{ name: 'file', filename: 'seed.md', type: 'text/markdown', content: '# Seed\nThe seed document speaks of warranties and refunds.' }]);
+  const docs = await client.send({ method: 'POST', path: `/workflows/v1/knowledge-bases/${kb.json.id}/documents`, headers: { authorization: `Bearer ${api.adminKey}`, 'content-type': doc.type }, body: doc.body });
+  expect(docs.json.items?.[0]?.status).toBe('DONE');
+  remember('doc', docs.json.items[0].id);
   for (let i = 0; i < 2; i++) {
     const key = await json('POST', '/workflows/v1/keys', { name: `victim ${i}`, scope: 'execute', workflow_ids: [wf.json.id] });
     remember('key', key.json.id);
@@ -361,6 +371,17 @@ const validLooking: Record<string, fc.Arbitrary<unknown>> = {
   'DELETE /api/v1/agents/{agent}/sessions': rec({ ids: maybe(fc.oneof(fc.array(fc.oneof(ref('session'), hexArb(32), str), { maxLength: 4 }), junk)), delete_all: maybe(fc.oneof(fc.boolean(), junk)) }),
   'POST /api/v1/agents/chat/completions': completion(true),
   'POST /api/v1/agents/{agent}/completions': completion(false),
+  'POST /workflows/v1/knowledge-bases': rec({ name: mostly(fc.string({ minLength: 1, maxLength: 30 }), fc.oneof(str, junk)), description: maybe(text), backend: rarely(fc.oneof(fc.constantFrom('local', 'ragflow', 'bedrock'), str), 3), local: maybe(rec({ chunking: maybe(rec({ chunk_token_num: maybe(fc.oneof(fc.integer({ min: -5, max: 3000 }), junk)), delimiter: maybe(str), overlapped_percent: maybe(fc.integer({ min: -1, max: 100 })) })), embedding_model: rarely(fc.oneof(fc.constantFrom('openai:text-embedding-3-small', 'echo', 'bedrock:x'), str), 4) })), aliases: rarely(fc.array(str, { maxLength: 3 }), 4) }),
+  'PATCH /workflows/v1/knowledge-bases/{kb}': rec({ name: maybe(fc.oneof(fc.string({ maxLength: 30 }), junk)), description: maybe(str), chunking: maybe(rec({ chunk_token_num: maybe(fc.integer({ min: -5, max: 3000 })), delimiter: maybe(str) })), embedding_model: rarely(fc.oneof(fc.constant(null), str), 4) }),
+  'POST /workflows/v1/knowledge-bases/{kb}/documents/parse': rec({ document_ids: mostly(fc.array(fc.oneof(ref('doc'), hexArb(32), str), { minLength: 1, maxLength: 3 }), junk) }),
+  'POST /workflows/v1/knowledge-bases/{kb}/search': rec({ question: mostly(fc.string({ minLength: 1, maxLength: 40 }), fc.oneof(str, junk)), top_n: maybe(fc.oneof(fc.integer({ min: -1, max: 200 }), junk)), similarity_threshold: maybe(fc.oneof(fc.double({ min: -1, max: 2, noNaN: true }), junk)), keywords_similarity_weight: maybe(fc.double({ min: 0, max: 1, noNaN: true })), document_ids: rarely(fc.array(fc.oneof(ref('doc'), str), { maxLength: 3 }), 3), highlight: maybe(fc.boolean()), page: maybe(fc.integer({ min: 0, max: 5 })) }),
+  'POST /api/v1/datasets': rec({ name: mostly(fc.string({ minLength: 1, maxLength: 30 }), fc.oneof(str, junk)), description: maybe(text), chunk_method: maybe(fc.oneof(fc.constantFrom('naive', 'book', 'qa'), str)), permission: maybe(fc.constantFrom('me', 'team', 'x')), parser_config: maybe(fc.oneof(rec({ chunk_token_num: maybe(fc.integer({ min: -1, max: 3000 })), delimiter: maybe(str), raptor: maybe(rec({ use_raptor: fc.boolean() })) }), junk)), embedding_model: rarely(str, 4) }),
+  'PUT /api/v1/datasets/{kb}': rec({ name: maybe(fc.oneof(fc.string({ maxLength: 30 }), junk)), description: maybe(str), chunk_method: maybe(fc.constantFrom('naive', 'qa')), pagerank: maybe(fc.integer({ min: -1, max: 101 })), parser_config: maybe(fc.oneof(rec({ chunk_token_num: maybe(fc.integer({ min: 0, max: 3000 })) }), junk)) }),
+  'DELETE /api/v1/datasets': rec({ ids: maybe(fc.oneof(fc.array(fc.oneof(ref('kb'), hexArb(32), str), { maxLength: 3 }), junk)), delete_all: rarely(fc.oneof(fc.boolean(), junk), 6) }),
+  'DELETE /api/v1/datasets/{kb}/documents': rec({ ids: maybe(fc.oneof(fc.array(fc.oneof(ref('doc'), hexArb(32), str), { maxLength: 3 }), junk)), delete_all: rarely(fc.oneof(fc.boolean(), junk), 6) }),
+  'POST /api/v1/datasets/{kb}/chunks': rec({ document_ids: maybe(fc.oneof(fc.array(fc.oneof(ref('doc'), hexArb(32), str), { maxLength: 3 }), junk)) }),
+  'DELETE /api/v1/datasets/{kb}/chunks': rec({ document_ids: maybe(fc.oneof(fc.array(fc.oneof(ref('doc'), hexArb(32), str), { maxLength: 3 }), junk)) }),
+  'POST /api/v1/retrieval': rec({ dataset_ids: mostly(fc.array(fc.oneof(ref('kb'), hexArb(32), str), { minLength: 1, maxLength: 3 }), junk), question: maybe(fc.oneof(text, junk)), document_ids: rarely(fc.oneof(fc.array(fc.oneof(ref('doc'), str), { maxLength: 2 }), junk), 3), page: maybe(fc.oneof(fc.integer({ min: -1, max: 5 }), junk)), page_size: maybe(fc.oneof(fc.integer({ min: -1, max: 200 }), junk)), similarity_threshold: maybe(fc.oneof(fc.double({ min: -1, max: 2, noNaN: true }), junk)), vector_similarity_weight: maybe(fc.oneof(fc.double({ min: 0, max: 1, noNaN: true }), junk)), top_k: maybe(fc.oneof(fc.integer({ min: -1, max: 5000 }), junk)), highlight: maybe(fc.oneof(fc.boolean(), junk)), rerank_id: rarely(fc.oneof(fc.constant(null), str), 4), keyword: rarely(fc.oneof(fc.boolean(), junk), 4) }),
   'POST /api/v1/agents_openai/{agent}/chat/completions': openaiBody,
 };
 
@@ -393,7 +414,7 @@ function bodyFor(route: Route): fc.Arbitrary<Body> {
     { arbitrary: garbageText.map((t): Body => ({ kind: 'text', text: t })), weight: 2 },
   ];
   if (valid) options.push({ arbitrary: text(valid), weight: 8 });
-  if (route.path.endsWith('/files') || route.path.endsWith('/upload') || route.path.endsWith('/upload_info')) {
+  if (route.path.endsWith('/files') || route.path.endsWith('/upload') || route.path.endsWith('/upload_info') || (route.method === 'POST' && route.path.endsWith('/documents'))) {
     options.push({ arbitrary: uploadBody.map((u): Body => ({ kind: 'text', text: u.multipart.body, type: u.multipart.type })), weight: 8 });
   }
   return fc.oneof(...options);
@@ -435,7 +456,12 @@ const QUERY_PARAMS: Record<string, fc.Arbitrary<string>> = {
   orderby: fc.constantFrom('create_time', 'update_time'),
   desc: fc.constantFrom('true', 'false'),
   dsl: fc.constantFrom('true', 'false'),
-  id: fc.oneof(ref('agent'), ref('session')),
+  id: fc.oneof(ref('agent'), ref('session'), ref('doc'), ref('kb')),
+  keywords: fc.constantFrom('seed', 'warranty', 'zz'),
+  parse: fc.constantFrom('true', 'false'),
+  run: fc.constantFrom('DONE', '4', 'UNSTART'),
+  ids: ref('kb'),
+  include_parsing_status: fc.constantFrom('true', 'false'),
   title: fc.constantFrom('seed%20agent', 'x'),
   name: fc.constant('seed'),
   ['__proto__']: fc.constant('x'),
@@ -482,9 +508,9 @@ interface Spec {
   body: Body;
 }
 const bodies = new Map(ROUTES.map((r) => [r, bodyFor(r)]));
-const POOL_OF: Record<string, string> = { wf: 'wf', run: 'run', file: 'file', key: 'key', agent: 'agent', sid: 'session', sname: 'sname', emb: 'emb', user: 'user', hook: 'hook' };
+const POOL_OF: Record<string, string> = { wf: 'wf', run: 'run', file: 'file', key: 'key', agent: 'agent', sid: 'session', sname: 'sname', emb: 'emb', user: 'user', hook: 'hook', kb: 'kb', doc: 'doc' };
 const validUpload = fc
-  .record({ filename: fc.constantFrom('a.txt', 'notes.json', 'x.bin'), type: fc.constantFrom('text/plain', 'application/json', 'application/octet-stream'), content: fc.string({ maxLength: 200 }) })
+  .record({ filename: fc.constantFrom('a.txt', 'notes.json', 'x.bin', 'guide.md', 'page.html', 'scan.pdf'), type: fc.constantFrom('text/plain', 'application/json', 'application/octet-stream'), content: fc.string({ maxLength: 200 }) })
   .map((p): Body => {
     const m = multipart([{ name: 'file', ...p }]);
     return { kind: 'text', text: m.body, type: m.type };
@@ -495,7 +521,7 @@ function plausible(route: Route): fc.Arbitrary<Omit<Spec, 'route'>> {
   const placeholders = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1] as string);
   const ids = fc.tuple(...placeholders.map((p) => (p === 'n' ? fc.integer({ min: 1, max: 4 }).map(String) : fc.nat(1000).map((i) => `@@${POOL_OF[p]}${del && p !== 'sid' ? '!' : ''}:${i}@@`))));
   const valid = validLooking[`${route.method} ${route.path}`];
-  const isUpload = /\/(files|upload|upload_info)$/.test(route.path) && route.method === 'POST';
+  const isUpload = /\/(files|upload|upload_info|documents)$/.test(route.path) && route.method === 'POST';
   const body: fc.Arbitrary<Body> = valid
     ? valid.map((v): Body => ({ kind: 'text', text: JSON.stringify(v) ?? 'null' }))
     : isUpload ? validUpload : fc.constant<Body>(route.method === 'POST' || route.method === 'PUT' ? { kind: 'text', text: '{}' } : { kind: 'none' });
@@ -596,8 +622,12 @@ function learn(s: Spec, path: string, res: RawResponse): void {
       remember('runwf', /\/workflows\/([^/]+)\/execute/.exec(path)?.[1] ?? '');
     }
   }
+  if (res.status === 201 && label === 'POST /workflows/v1/knowledge-bases') remember('kb', j?.id);
+  if (res.status === 201 && label === 'POST /workflows/v1/knowledge-bases/{kb}/documents') for (const d of j?.items ?? []) remember('doc', d.id);
   if (s.route.api === 'ragflow' && j?.code === 0) {
     if (label === 'POST /api/v1/agents' && j.data?.id) remember('agent', j.data.id);
+    if (label === 'POST /api/v1/datasets' && j.data?.id) remember('kb', j.data.id);
+    if (label === 'POST /api/v1/datasets/{kb}/documents') for (const d of [j.data].flat()) if (d?.id) remember('doc', d.id);
     if (label.endsWith('upload') || label.endsWith('upload_info')) for (const f of [j.data].flat()) if (f?.id) remember('file', f.id);
   }
   const sessionId = j?.data?.session_id ?? j?.easel?.session_id ?? /"session_id":"([0-9a-f]{32})"/.exec(res.text)?.[1];
@@ -627,6 +657,8 @@ function learn(s: Spec, path: string, res: RawResponse): void {
   if (res.status === 204 && label === 'DELETE /workflows/v1/files/{file}') deleted('file', idIn(/files\/([^/]+)$/));
   if (res.status === 204 && label === 'DELETE /workflows/v1/keys/{key}') deleted('key', idIn(/keys\/([^/]+)$/));
   if (res.status === 204 && label === 'DELETE /workflows/v1/secrets/{sname}') deleted('sname', idIn(/secrets\/([^/]+)$/));
+  if (res.status === 204 && label === 'DELETE /workflows/v1/knowledge-bases/{kb}') deleted('kb', idIn(/knowledge-bases\/([^/]+)$/));
+  if (res.status === 204 && label === 'DELETE /workflows/v1/knowledge-bases/{kb}/documents/{doc}') deleted('doc', idIn(/documents\/([^/]+)$/));
   if (j?.code === 0 && label === 'DELETE /api/v1/agents/{agent}') {
     deleted('agent', idIn(/agents\/([^/]+)$/));
     deleted('wf', idIn(/agents\/([^/]+)$/));

@@ -28,8 +28,8 @@ let client: KeepAliveClient;
 let queue: ReturnType<typeof createInProcessQueue>;
 
 /** A's items, B's own, and ids of the same shapes that nobody has. */
-const A = { admin: '', execute: '', endUser: '', tenant: '', wf: '', wf2: '', run: '', run2: '', file: '', keyId: '', agent: '', agentTitle: '', session: '', wf2Session: '', idempotencyKey: '', firstBody: {} as unknown, firstResponse: '', wfCursor: '', runCursor: '' };
-const B = { admin: '', tenant: '', wf: '', agent: '' };
+const A = { admin: '', execute: '', endUser: '', tenant: '', wf: '', wf2: '', run: '', run2: '', file: '', keyId: '', agent: '', agentTitle: '', session: '', wf2Session: '', idempotencyKey: '', firstBody: {} as unknown, firstResponse: '', wfCursor: '', runCursor: '', kb: '', kbName: '', doc: '' };
+const B = { admin: '', tenant: '', wf: '', agent: '', kb: '', doc: '' };
 
 async function send(key: string | null, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<RawResponse> {
   const h: Record<string, string> = { ...headers };
@@ -119,9 +119,19 @@ beforeAll(async () => {
   expect(A.wfCursor).toEqual(expect.any(String));
   expect(A.runCursor).toEqual(expect.any(String));
 
+  // a knowledge base with a parsed document, each tenant's
+  A.kbName = `A manuals ${hex(6)}`;
+  A.kb = (await send(A.admin, 'POST', '/workflows/v1/knowledge-bases', { name: A.kbName })).json.id;
+  const aDoc = await upload(A.admin, `/workflows/v1/knowledge-bases/${A.kb}/documents`, 'a-manual.txt', 'The warranty of tenant A lasts two years.');
+  expect(aDoc.json.items[0]).toMatchObject({ status: 'DONE' });
+  A.doc = aDoc.json.items[0].id;
+  B.kb = (await send(B.admin, 'POST', '/workflows/v1/knowledge-bases', { name: `B manuals ${hex(6)}` })).json.id;
+  B.doc = (await upload(B.admin, `/workflows/v1/knowledge-bases/${B.kb}/documents`, 'b-manual.txt', 'The warranty of tenant B lasts one year.')).json.items[0].id;
+
   B.wf = (await send(B.admin, 'POST', '/workflows/v1/workflows', { name: 'B own', dsl: fixture('form-intake') })).json.id;
   B.agent = (await send(B.admin, 'POST', '/api/v1/agents', { title: `B agent ${hex(6)}`, dsl: fixture('form-intake') })).json.data.id;
-});
+  // tens of requests, two of them parsing documents: more than the default hook timeout on a loaded machine
+}, 60_000);
 
 afterAll(async () => {
   await queue?.idle();
@@ -161,7 +171,7 @@ async function indistinguishable(key: string, probe: Probe, aId: string): Promis
   const withMissing = await send(key, probe.method, probe.path.replaceAll('{id}', missing), probe.body?.(missing), probe.headers);
   expect(comparable(withA, aId), `${probe.method} ${probe.path} with A's ${aId} vs missing ${missing}`).toEqual(comparable(withMissing, missing));
   // nothing of A's but the id asked about
-  for (const other of [A.tenant, A.wf, A.wf2, A.run, A.run2, A.file, A.keyId, A.agent, A.session, A.wf2Session, A.agentTitle]) {
+  for (const other of [A.tenant, A.wf, A.wf2, A.run, A.run2, A.file, A.keyId, A.agent, A.session, A.wf2Session, A.agentTitle, A.kb, A.kbName, A.doc]) {
     if (other !== aId && !probe.path.includes(other) && !JSON.stringify(probe.body?.(aId) ?? '').includes(other)) expect(withA.text).not.toContain(other);
   }
   return withA;
@@ -290,6 +300,74 @@ describe('another tenant', () => {
     expect(mine.json.data.messages.length).toBeGreaterThan(1);
   });
 
+  it('gets for A\u2019s knowledge bases (RAGFlow: datasets) and documents what it gets for missing ones, on every route', async () => {
+    const kbProbes: Probe[] = [
+      { method: 'GET', path: '/workflows/v1/knowledge-bases/{id}' },
+      { method: 'PATCH', path: '/workflows/v1/knowledge-bases/{id}', body: () => ({ name: 'taken over' }) },
+      { method: 'GET', path: '/workflows/v1/knowledge-bases/{id}/documents' },
+      { method: 'POST', path: '/workflows/v1/knowledge-bases/{id}/documents/parse', body: () => ({ document_ids: [A.doc] }) },
+      { method: 'GET', path: `/workflows/v1/knowledge-bases/{id}/documents/${A.doc}` },
+      { method: 'GET', path: `/workflows/v1/knowledge-bases/{id}/documents/${A.doc}/chunks` },
+      { method: 'DELETE', path: `/workflows/v1/knowledge-bases/{id}/documents/${A.doc}` },
+      { method: 'POST', path: '/workflows/v1/knowledge-bases/{id}/search', body: () => ({ question: 'warranty' }) },
+      { method: 'GET', path: '/api/v1/datasets?id={id}' },
+      { method: 'GET', path: '/api/v1/datasets?ids={id}' },
+      { method: 'GET', path: '/api/v1/datasets/{id}' },
+      { method: 'PUT', path: '/api/v1/datasets/{id}', body: () => ({ name: 'taken over' }) },
+      { method: 'GET', path: '/api/v1/datasets/{id}/documents' },
+      { method: 'GET', path: `/api/v1/datasets/{id}/documents?id=${A.doc}` },
+      { method: 'DELETE', path: '/api/v1/datasets/{id}/documents', body: () => ({ ids: [A.doc] }) },
+      { method: 'DELETE', path: '/api/v1/datasets/{id}/documents', body: () => ({ delete_all: true }) },
+      { method: 'POST', path: '/api/v1/datasets/{id}/chunks', body: () => ({ document_ids: [A.doc] }) },
+      { method: 'DELETE', path: '/api/v1/datasets/{id}/chunks', body: () => ({ document_ids: [A.doc] }) },
+      { method: 'GET', path: `/api/v1/datasets/{id}/documents/${A.doc}/chunks` },
+      { method: 'POST', path: '/api/v1/retrieval', body: (id) => ({ dataset_ids: [id], question: 'warranty' }) },
+      { method: 'POST', path: '/api/v1/retrieval', body: (id) => ({ dataset_ids: [B.kb, id], question: 'warranty' }) },
+    ];
+    for (const probe of kbProbes) await indistinguishable(B.admin, probe, A.kb);
+    // uploads into A's knowledge base, natively and through RAGFlow
+    for (const path of ['/workflows/v1/knowledge-bases/{id}/documents', '/api/v1/datasets/{id}/documents']) {
+      const missing = missingLike(A.kb);
+      const withA = await upload(B.admin, path.replace('{id}', A.kb), 'b.txt', 'B writes');
+      const withMissing = await upload(B.admin, path.replace('{id}', missing), 'b.txt', 'B writes');
+      expect(contractViolation(path.startsWith('/api/') ? 'ragflow' : 'native', withA), path).toBeNull();
+      expect(comparable(withA, A.kb), path).toEqual(comparable(withMissing, missing));
+    }
+    // A's name is an id too
+    const byName = await send(B.admin, 'GET', `/api/v1/datasets?name=${encodeURIComponent(A.kbName)}`);
+    const missingName = `missing ${hex(6)}`;
+    const byMissingName = await send(B.admin, 'GET', `/api/v1/datasets?name=${encodeURIComponent(missingName)}`);
+    expect(byName.text.replace(A.kbName, '<name>')).toBe(byMissingName.text.replace(missingName, '<name>'));
+
+    // A's document id inside B's own knowledge base
+    const docProbes: Probe[] = [
+      { method: 'GET', path: `/workflows/v1/knowledge-bases/${B.kb}/documents/{id}` },
+      { method: 'GET', path: `/workflows/v1/knowledge-bases/${B.kb}/documents/{id}/chunks` },
+      { method: 'DELETE', path: `/workflows/v1/knowledge-bases/${B.kb}/documents/{id}` },
+      { method: 'POST', path: `/workflows/v1/knowledge-bases/${B.kb}/documents/parse`, body: (id) => ({ document_ids: [id] }) },
+      { method: 'POST', path: `/workflows/v1/knowledge-bases/${B.kb}/search`, body: (id) => ({ question: 'warranty', document_ids: [id] }) },
+      { method: 'GET', path: `/api/v1/datasets/${B.kb}/documents?id={id}` },
+      { method: 'GET', path: `/api/v1/datasets/${B.kb}/documents?ids={id}` },
+      { method: 'DELETE', path: `/api/v1/datasets/${B.kb}/documents`, body: (id) => ({ ids: [id] }) },
+      { method: 'POST', path: `/api/v1/datasets/${B.kb}/chunks`, body: (id) => ({ document_ids: [id] }) },
+      { method: 'DELETE', path: `/api/v1/datasets/${B.kb}/chunks`, body: (id) => ({ document_ids: [id] }) },
+      { method: 'GET', path: `/api/v1/datasets/${B.kb}/documents/{id}/chunks` },
+      { method: 'POST', path: '/api/v1/retrieval', body: (id) => ({ dataset_ids: [B.kb], document_ids: [id], question: 'warranty' }) },
+    ];
+    for (const probe of docProbes) await indistinguishable(B.admin, probe, A.doc);
+
+    // the destructive ones last: they must not have deleted anything
+    await indistinguishable(B.admin, { method: 'DELETE', path: '/api/v1/datasets', body: (id) => ({ ids: [id] }) }, A.kb);
+    await indistinguishable(B.admin, { method: 'DELETE', path: '/workflows/v1/knowledge-bases/{id}' }, A.kb);
+    expect((await send(A.admin, 'GET', `/workflows/v1/knowledge-bases/${A.kb}`)).json).toMatchObject({ id: A.kb, name: A.kbName, document_count: 1 });
+    expect((await send(A.admin, 'GET', `/workflows/v1/knowledge-bases/${A.kb}/documents/${A.doc}`)).json).toMatchObject({ id: A.doc, status: 'DONE' });
+    const found = await send(A.admin, 'POST', `/workflows/v1/knowledge-bases/${A.kb}/search`, { question: 'warranty', similarity_threshold: 0 });
+    expect(found.json.chunks.map((c: { doc_id: string }) => c.doc_id)).toEqual([A.doc]);
+    // and B's search of its own never reaches A's chunks
+    const theirs = await send(B.admin, 'POST', '/api/v1/retrieval', { dataset_ids: [B.kb], question: 'warranty tenant A two years', similarity_threshold: 0 });
+    expect(theirs.json.data.chunks.map((c: { document_id: string }) => c.document_id)).toEqual([B.doc]);
+  });
+
   it('runs A\u2019s Idempotency-Key as a new request of its own, never replaying A\u2019s answer', async () => {
     const reused = await send(B.admin, 'POST', `/workflows/v1/workflows/${B.wf}/execute`, A.firstBody, { 'idempotency-key': A.idempotencyKey });
     const fresh = await send(B.admin, 'POST', `/workflows/v1/workflows/${B.wf}/execute`, A.firstBody, { 'idempotency-key': `iso-${hex(12)}` });
@@ -330,7 +408,7 @@ describe('another tenant', () => {
   });
 
   it('never lists A\u2019s items', async () => {
-    const aIds = [A.wf, A.wf2, A.agent, A.run, A.run2, A.session, A.file, A.keyId, A.tenant];
+    const aIds = [A.wf, A.wf2, A.agent, A.run, A.run2, A.session, A.file, A.keyId, A.tenant, A.kb, A.doc, A.kbName];
     const seen: string[] = [];
     let cursor = '';
     do {
@@ -345,6 +423,11 @@ describe('another tenant', () => {
       '/workflows/v1/keys',
       '/api/v1/agents?page_size=100',
       `/api/v1/agents/${B.agent}/sessions?page_size=100`,
+      '/workflows/v1/knowledge-bases?limit=100',
+      `/workflows/v1/knowledge-bases/${B.kb}/documents?limit=100`,
+      '/api/v1/datasets?page_size=100',
+      '/api/v1/datasets?page_size=100&include_parsing_status=true',
+      `/api/v1/datasets/${B.kb}/documents?page_size=100`,
     ]) {
       seen.push((await send(B.admin, 'GET', path)).text);
     }
@@ -430,6 +513,18 @@ describe('an execute key', () => {
       // workflows they list, and may upload files")
       ['DELETE', `/workflows/v1/workflow-runs/${A.run}`],
       ['DELETE', `/workflows/v1/files/${A.file}`],
+      // knowledge bases are managed, never run: admin keys only, reading included
+      ['POST', '/workflows/v1/knowledge-bases', { name: 'x' }],
+      ['GET', '/workflows/v1/knowledge-bases'],
+      ['GET', `/workflows/v1/knowledge-bases/${A.kb}`],
+      ['PATCH', `/workflows/v1/knowledge-bases/${A.kb}`, { name: 'x' }],
+      ['DELETE', `/workflows/v1/knowledge-bases/${A.kb}`],
+      ['GET', `/workflows/v1/knowledge-bases/${A.kb}/documents`],
+      ['POST', `/workflows/v1/knowledge-bases/${A.kb}/documents/parse`, { document_ids: [A.doc] }],
+      ['GET', `/workflows/v1/knowledge-bases/${A.kb}/documents/${A.doc}`],
+      ['DELETE', `/workflows/v1/knowledge-bases/${A.kb}/documents/${A.doc}`],
+      ['GET', `/workflows/v1/knowledge-bases/${A.kb}/documents/${A.doc}/chunks`],
+      ['POST', `/workflows/v1/knowledge-bases/${A.kb}/search`, { question: 'warranty' }],
     ];
     const outcomes = [];
     for (const [method, path, body] of native) {
@@ -442,6 +537,17 @@ describe('an execute key', () => {
       ['PUT', `/api/v1/agents/${A.wf}`, { title: 'renamed' }],
       ['DELETE', `/api/v1/agents/${A.wf}`],
       ['DELETE', `/api/v1/agents/${A.wf}/sessions`, { delete_all: true }],
+      ['POST', '/api/v1/datasets', { name: 'x' }],
+      ['GET', '/api/v1/datasets'],
+      ['DELETE', '/api/v1/datasets', { ids: [A.kb] }],
+      ['GET', `/api/v1/datasets/${A.kb}`],
+      ['PUT', `/api/v1/datasets/${A.kb}`, { name: 'x' }],
+      ['GET', `/api/v1/datasets/${A.kb}/documents`],
+      ['DELETE', `/api/v1/datasets/${A.kb}/documents`, { ids: [A.doc] }],
+      ['POST', `/api/v1/datasets/${A.kb}/chunks`, { document_ids: [A.doc] }],
+      ['DELETE', `/api/v1/datasets/${A.kb}/chunks`, { document_ids: [A.doc] }],
+      ['GET', `/api/v1/datasets/${A.kb}/documents/${A.doc}/chunks`],
+      ['POST', '/api/v1/retrieval', { dataset_ids: [A.kb], question: 'warranty' }],
     ];
     const rOutcomes = [];
     for (const [method, path, body] of ragflow) rOutcomes.push(`${method} ${path} -> ${(await send(A.endUser, method, path, body)).json.code}`);
@@ -450,6 +556,9 @@ describe('an execute key', () => {
     expect((await send(A.admin, 'GET', `/workflows/v1/workflows/${A.wf}`)).json).toMatchObject({ name: 'A private', latest_version: 1 });
     expect((await send(A.admin, 'GET', `/workflows/v1/workflow-runs/${A.run}`)).status).toBe(200);
     expect((await send(A.admin, 'GET', `/workflows/v1/files/${A.file}`)).status).toBe(200);
+    expect((await upload(A.execute, `/workflows/v1/knowledge-bases/${A.kb}/documents`)).json).toMatchObject({ code: 'forbidden' });
+    expect((await upload(A.endUser, `/api/v1/datasets/${A.kb}/documents`)).json).toEqual({ code: 103, message: 'This operation needs an admin API key.' });
+    expect((await send(A.admin, 'GET', `/workflows/v1/knowledge-bases/${A.kb}`)).json).toMatchObject({ name: A.kbName, document_count: 1 });
   });
 });
 

@@ -90,7 +90,7 @@ export type Api = 'public' | 'native' | 'ragflow';
 
 export interface Route {
   method: string;
-  /** Placeholders: {wf} {run} {n} {file} {key} {agent} {sid} {sname} (a tenant secret's name) {emb} (an embed secret's id) {user} (an end user's id) {cid} (a component's id) {mid} (a message id) {hook} (a webhook's id) */
+  /** Placeholders: {wf} {run} {n} {file} {key} {agent} {sid} {sname} (a tenant secret's name) {emb} (an embed secret's id) {user} (an end user's id) {cid} (a component's id) {mid} (a message id) {hook} (a webhook's id) {kb} (a knowledge base's id, RAGFlow's dataset id) {doc} (a document's id) */
   path: string;
   api: Api;
   /** Answers with the admin scope only. */
@@ -138,6 +138,18 @@ export const ROUTES: readonly Route[] = [
   { method: 'GET', path: '/workflows/v1/embed-secrets', api: 'native', admin: true },
   { method: 'DELETE', path: '/workflows/v1/embed-secrets/{emb}', api: 'native', admin: true },
   { method: 'DELETE', path: '/workflows/v1/end-users/{user}', api: 'native', admin: true },
+  { method: 'POST', path: '/workflows/v1/knowledge-bases', api: 'native', admin: true },
+  { method: 'GET', path: '/workflows/v1/knowledge-bases', api: 'native', admin: true },
+  { method: 'GET', path: '/workflows/v1/knowledge-bases/{kb}', api: 'native', admin: true },
+  { method: 'PATCH', path: '/workflows/v1/knowledge-bases/{kb}', api: 'native', admin: true },
+  { method: 'DELETE', path: '/workflows/v1/knowledge-bases/{kb}', api: 'native', admin: true },
+  { method: 'POST', path: '/workflows/v1/knowledge-bases/{kb}/documents', api: 'native', admin: true },
+  { method: 'GET', path: '/workflows/v1/knowledge-bases/{kb}/documents', api: 'native', admin: true },
+  { method: 'POST', path: '/workflows/v1/knowledge-bases/{kb}/documents/parse', api: 'native', admin: true },
+  { method: 'GET', path: '/workflows/v1/knowledge-bases/{kb}/documents/{doc}', api: 'native', admin: true },
+  { method: 'DELETE', path: '/workflows/v1/knowledge-bases/{kb}/documents/{doc}', api: 'native', admin: true },
+  { method: 'GET', path: '/workflows/v1/knowledge-bases/{kb}/documents/{doc}/chunks', api: 'native', admin: true },
+  { method: 'POST', path: '/workflows/v1/knowledge-bases/{kb}/search', api: 'native', admin: true },
   { method: 'GET', path: '/api/v1/agents', api: 'ragflow' },
   { method: 'POST', path: '/api/v1/agents', api: 'ragflow', admin: true },
   { method: 'GET', path: '/api/v1/agents/templates', api: 'ragflow' },
@@ -161,8 +173,20 @@ export const ROUTES: readonly Route[] = [
   { method: 'POST', path: '/api/v1/agents_openai/{agent}/chat/completions', api: 'ragflow' },
   { method: 'POST', path: '/api/v1/agents/{agent}/upload', api: 'ragflow' },
   { method: 'POST', path: '/api/v1/file/upload_info', api: 'ragflow' },
+  { method: 'POST', path: '/api/v1/datasets', api: 'ragflow', admin: true },
+  { method: 'GET', path: '/api/v1/datasets', api: 'ragflow', admin: true },
+  { method: 'DELETE', path: '/api/v1/datasets', api: 'ragflow', admin: true },
+  { method: 'GET', path: '/api/v1/datasets/{kb}', api: 'ragflow', admin: true },
+  { method: 'PUT', path: '/api/v1/datasets/{kb}', api: 'ragflow', admin: true },
+  { method: 'POST', path: '/api/v1/datasets/{kb}/documents', api: 'ragflow', admin: true },
+  { method: 'GET', path: '/api/v1/datasets/{kb}/documents', api: 'ragflow', admin: true },
+  { method: 'DELETE', path: '/api/v1/datasets/{kb}/documents', api: 'ragflow', admin: true },
+  { method: 'POST', path: '/api/v1/datasets/{kb}/chunks', api: 'ragflow', admin: true },
+  { method: 'DELETE', path: '/api/v1/datasets/{kb}/chunks', api: 'ragflow', admin: true },
+  { method: 'GET', path: '/api/v1/datasets/{kb}/documents/{doc}/chunks', api: 'ragflow', admin: true },
+  { method: 'POST', path: '/api/v1/retrieval', api: 'ragflow', admin: true },
   // stands for every RAGFlow route Easel answers as unsupported (the catch-all under /api/v1)
-  { method: 'GET', path: '/api/v1/datasets', api: 'ragflow' },
+  { method: 'GET', path: '/api/v1/chats', api: 'ragflow' },
 ];
 
 const RAGFLOW_CODES = new Set([0, 101, 102, 103, 109]);

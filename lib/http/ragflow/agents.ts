@@ -9,12 +9,13 @@ import { addImportedVersion, createImportedWorkflow } from '../../webhooks/impor
 import { mayReachWorkflow } from '../access';
 import type { AppDeps } from '../app';
 import type { Principal } from '../auth';
+import { knowledgeWarnings, warningText } from '../knowledge-warnings';
 import { webhookFields } from '../routes/webhooks';
 import { checkTitleFree, detailsOf, parseDsl, titleOf } from './agent-input';
 import { agentFilters, filterAgents } from './agent-list';
 import { agentRow, agentView } from './agent-view';
 import { adminOnly, guardOf, param, reachableAgent, routeGroup } from './context';
-import { jsonBody, RAGFLOW, RagflowError, success } from './envelope';
+import { jsonBody, RAGFLOW, RagflowError, success, successWith } from './envelope';
 
 // completions.ts reads these from here
 export { param, type RagflowEnv } from './context';
@@ -47,7 +48,8 @@ export function agentRoutes(deps: AppDeps) {
     const category = details.canvasCategory ?? DEFAULT_CANVAS_CATEGORY;
     checkTitleFree(title, category, await workflowRecords(store, principal.tenant));
     const created = await createImportedWorkflow(deps, { tenant: principal.tenant, id: randomUUID().replaceAll('-', ''), name: title, ...details, canvasCategory: category, dsl });
-    return success(c, { ...(await agentView(store, created)), ...(await webhookFields(deps, created.tenant, created, false)) });
+    const data = { ...(await agentView(store, created)), ...(await webhookFields(deps, created.tenant, created, false)) };
+    return successWith(c, data, warningText(await knowledgeWarnings(deps, principal.tenant, dsl)));
   }));
 
   app.get('/:id', guard(async (c) => {
@@ -67,7 +69,8 @@ export function agentRoutes(deps: AppDeps) {
     if (dsl) await addImportedVersion(deps, principal.tenant, current.id, dsl, true);
     if (title !== undefined || Object.keys(details).length > 0) await updateWorkflow(store, principal.tenant, current.id, { ...(title !== undefined ? { name: title } : {}), ...details });
     const updated = await getWorkflow(store, principal.tenant, current.id);
-    return success(c, { update_time: Date.parse(updated.updatedAt) });
+    const warnings = dsl ? await knowledgeWarnings(deps, principal.tenant, dsl) : [];
+    return successWith(c, { update_time: Date.parse(updated.updatedAt) }, warningText(warnings));
   }));
 
   app.delete('/:id', guard(async (c) => {

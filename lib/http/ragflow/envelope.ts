@@ -73,6 +73,14 @@ export function success(c: Context, data: unknown = true): Response {
   return c.json({ code: 0, message: 'success', data });
 }
 
+/**
+ * A success whose `message` carries what a client may want to know (an import's warnings)
+ * where RAGFlow says "success": its clients read `message` only when `code` is not 0.
+ */
+export function successWith(c: Context, data: unknown, message: string | undefined): Response {
+  return c.json({ code: 0, message: message ?? 'success', data });
+}
+
 export function failure(c: Context, code: number, message: string, data?: unknown): Response {
   return c.json(data === undefined ? { code, message } : { code, message, data });
 }

@@ -1,6 +1,8 @@
 /**
- * RAGFlow-compatible routes under /api/v1: the same keys, tenants, workflows and runs as the
- * native API, in RAGFlow's envelope and codes, so its SDK and documented calls work unchanged.
+ * RAGFlow-compatible routes under /api/v1: the same keys, tenants, workflows, runs and knowledge
+ * bases as the native API (agents, sessions, completions, uploads; datasets, their documents,
+ * parsing, chunks, retrieval), in RAGFlow's envelope and codes, so its SDK and documented
+ * calls work unchanged.
  * Each group of routes is a Hono app of its own, mounted here in an order that lets fixed paths
  * (`/agents/templates`, `/agents/tags`, `/agents/prompts`) win over `/agents/{id}`; whatever
  * else comes under /api/v1 is answered as unsupported, inside the envelope.
@@ -11,8 +13,13 @@ import { createMiddleware } from 'hono/factory';
 import { compatRouteRefusal } from '../access';
 import type { AppDeps } from '../app';
 import { HttpError } from '../errors';
+import { maxDocumentBytes, MULTIPART_OVERHEAD_BYTES } from '../knowledge';
 import { DEFAULT_MAX_FILE_BYTES } from '../routes/files';
 import { agentRoutes } from './agents';
+import { chunkRoutes } from './chunks';
+import { datasetRoutes } from './datasets';
+import { documentRoutes } from './documents';
+import { retrievalRoutes } from './retrieval';
 import { completionRoutes } from './completions';
 import type { RagflowEnv } from './context';
 import { RAGFLOW } from './envelope';
@@ -41,6 +48,10 @@ export function registerRagflowRoutes(app: Hono<RagflowEnv>, deps: AppDeps): voi
   app.route('/api/v1/agents/:id', logRoutes(deps));
   app.route('/api/v1', completionRoutes(deps));
   app.route('/api/v1', uploadRoutes(deps));
+  app.route('/api/v1/datasets', datasetRoutes(deps));
+  app.route('/api/v1/datasets/:id/documents', documentRoutes(deps));
+  app.route('/api/v1/datasets/:id', chunkRoutes(deps));
+  app.route('/api/v1', retrievalRoutes(deps));
   app.all('/api/v1/*', unsupported);
 }
 
@@ -68,17 +79,21 @@ function authenticate(deps: AppDeps) {
   });
 }
 
-/** Request bodies: uploads up to the file limit, everything else up to the body limit. */
+/** Request bodies: uploads up to the file (or document) limit, everything else up to the body limit. */
 function limitBody(deps: AppDeps) {
   const maxFile = deps.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+  const maxDocument = maxDocumentBytes(deps);
   const maxBody = deps.limits?.maxBodyBytes ?? 1024 * 1024;
   return createMiddleware<RagflowEnv>((c, next) => {
     const isUpload = c.req.path === '/api/v1/file/upload_info' || /^\/api\/v1\/agents\/[^/]+\/upload$/.test(c.req.path);
+    const isDocument = c.req.method === 'POST' && /^\/api\/v1\/datasets\/[^/]+\/documents$/.test(c.req.path);
+    const max = isDocument ? maxDocument : isUpload ? maxFile : undefined;
     return bodyLimit({
-      maxSize: isUpload ? maxFile + 64 * 1024 : maxBody,
+      maxSize: max === undefined ? maxBody : max + MULTIPART_OVERHEAD_BYTES,
       onError: (ctx) => {
         ctx.header('connection', 'close');
-        return ctx.json({ code: RAGFLOW.argument, message: isUpload ? `The file is over ${maxFile} bytes.` : `The request body is over ${maxBody} bytes.` });
+        const message = isDocument ? `The documents are over ${max} bytes (one request carries at most ${max} bytes).` : isUpload ? `The file is over ${max} bytes.` : `The request body is over ${maxBody} bytes.`;
+        return ctx.json({ code: RAGFLOW.argument, message });
       },
     })(c, next);
   });

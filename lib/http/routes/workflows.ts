@@ -21,6 +21,7 @@ import { addImportedVersion, createImportedWorkflow } from '../../webhooks/impor
 import type { App, AppDeps } from '../app';
 import { type Principal, requireAdmin, requireWorkflow } from '../auth';
 import { HttpError } from '../errors';
+import { knowledgeWarnings } from '../knowledge-warnings';
 import { decodeCursor, encodeCursor } from '../cursor';
 import { CreateVersion, CreateWorkflow, Cursor, ErrorSchema, Limit, Page, Workflow, WORKFLOW_ID } from '../schemas';
 import { webhookFields } from './webhooks';
@@ -28,6 +29,9 @@ import { webhookFields } from './webhooks';
 const json = <S extends z.ZodType>(schema: S, description: string) => ({ description, content: { 'application/json': { schema } } });
 const errors = { 400: json(ErrorSchema, 'invalid request or DSL'), 404: json(ErrorSchema, 'not found') };
 const IdParam = z.object({ id: WORKFLOW_ID });
+const Warnings = z
+  .array(z.object({ code: z.literal('unknown_knowledge_base'), component_id: z.string(), ids: z.array(z.string()), message: z.string() }))
+  .openapi('ImportWarnings', { description: 'What the import stored but may not work as written: knowledge bases its Retrieval components and tools name that this tenant does not have' });
 
 export function workflowView(w: StoredWorkflow) {
   return {
@@ -59,7 +63,7 @@ export function registerWorkflowRoutes(app: App, deps: AppDeps): void {
       path: '/workflows/v1/workflows',
       summary: 'Create a workflow from a RAGFlow DSL (version 1, active)',
       request: { body: { content: { 'application/json': { schema: CreateWorkflow } }, required: true } },
-      responses: { 201: json(Workflow, 'created'), ...errors },
+      responses: { 201: json(Workflow.extend({ warnings: Warnings }), 'created'), ...errors },
     }),
     async (c) => {
       const principal = c.get('principal');
@@ -78,7 +82,7 @@ export function registerWorkflowRoutes(app: App, deps: AppDeps): void {
         ...(body.canvas_category ? { canvasCategory: body.canvas_category } : {}),
         dsl: body.dsl,
       });
-      return c.json(await view(principal, created), 201);
+      return c.json({ ...(await view(principal, created)), warnings: await knowledgeWarnings(deps, principal.tenant, body.dsl) }, 201);
     },
   );
 
@@ -117,7 +121,7 @@ export function registerWorkflowRoutes(app: App, deps: AppDeps): void {
       path: '/workflows/v1/workflows/{id}/versions',
       summary: 'Add a version (activated unless activate is false)',
       request: { params: IdParam, body: { content: { 'application/json': { schema: CreateVersion } }, required: true } },
-      responses: { 201: json(z.object({ version: z.number().int(), active_version: z.number().int() }), 'created'), ...errors },
+      responses: { 201: json(z.object({ version: z.number().int(), active_version: z.number().int(), warnings: Warnings }), 'created'), ...errors },
     }),
     async (c) => {
       const principal = c.get('principal');
@@ -128,7 +132,7 @@ export function registerWorkflowRoutes(app: App, deps: AppDeps): void {
       compileWorkflow(body.dsl, registry, { maxComponents: deps.maxDslNodes ?? 500 });
       const version = await addImportedVersion(deps, principal.tenant, id, body.dsl, body.activate);
       const after = await getWorkflow(store, principal.tenant, id);
-      return c.json({ version, active_version: after.activeVersion }, 201);
+      return c.json({ version, active_version: after.activeVersion, warnings: await knowledgeWarnings(deps, principal.tenant, body.dsl) }, 201);
     },
   );
 

@@ -1,0 +1,47 @@
+/**
+ * Warnings of an import (a workflow, a version, a RAGFlow agent): the knowledge bases its
+ * Retrieval components and Retrieval tools name that none of the tenant's knowledge bases is
+ * (by id, alias or name). Never a refusal: a template's dataset ids are another server's until
+ * the tenant creates (or aliases) its own. Another tenant's knowledge base is as unknown as a
+ * missing one, so both read the same, byte for byte.
+ */
+import { knowledgeRefsByComponent } from '../knowledge/dsl-refs';
+import type { AppDeps } from './app';
+
+export interface ImportWarning {
+  code: 'unknown_knowledge_base';
+  component_id: string;
+  ids: string[];
+  message: string;
+}
+
+export async function knowledgeWarnings(deps: AppDeps, tenant: string, dsl: unknown): Promise<ImportWarning[]> {
+  const refs = knowledgeRefsByComponent(dsl);
+  if (refs.length === 0) return [];
+  let missing = new Set(refs.flatMap((r) => r.ids));
+  if (deps.knowledge) {
+    try {
+      missing = new Set((await deps.knowledge.forTenant(tenant).resolve([...missing])).missing);
+    } catch (error) {
+      // the import is stored either way; a check that could not be made warns of nothing
+      deps.logger?.error('knowledge references not checked', { error: error instanceof Error ? error.message : String(error) });
+      return [];
+    }
+  }
+  return refs.flatMap(({ component_id, ids }) => {
+    const unknown = ids.filter((id) => missing.has(id));
+    if (unknown.length === 0) return [];
+    const one = unknown.length === 1;
+    return [{
+      code: 'unknown_knowledge_base' as const,
+      component_id,
+      ids: unknown,
+      message: `${component_id} names ${one ? 'a knowledge base' : 'knowledge bases'} this tenant does not have: ${unknown.join(', ')}. The workflow is stored; a run fails there until ${one ? 'it' : 'each'} is the id, name or alias of one of the tenant's knowledge bases.`,
+    }];
+  });
+}
+
+/** The warnings as one line of text (RAGFlow's envelope carries them in `message`). */
+export function warningText(warnings: readonly ImportWarning[]): string | undefined {
+  return warnings.length === 0 ? undefined : warnings.map((w) => `Warning: ${w.message}`).join(' ');
+}
