@@ -318,6 +318,8 @@ describe('serverless package', () => {
           },
           // the account's knowledge bases only (the `bedrock` knowledge backend), never another's
           { Effect: 'Allow', Action: ['bedrock:Retrieve'], Resource: [{ 'Fn::Sub': 'arn:${AWS::Partition}:bedrock:*:${AWS::AccountId}:knowledge-base/*' }] },
+          // Titan embedding models only (a `local` knowledge base's embedding model)
+          { Effect: 'Allow', Action: ['bedrock:InvokeModel'], Resource: [{ 'Fn::Sub': 'arn:${AWS::Partition}:bedrock:*::foundation-model/amazon.titan-embed-*' }] },
         ]);
       } else expect(bedrock).toEqual([]);
       expect(granted(plain.template, name, 'ssm:')).toEqual([]);
