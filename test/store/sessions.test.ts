@@ -108,14 +108,17 @@ describe('session deletion and expiry', () => {
 
   it('ignores an expired session in reads and listings before DynamoDB removes it', async () => {
     const tenant = newTenant();
-    const short = { ...engine, sessionTtlSeconds: 1 };
+    // the clock is the test's: the session expires when the test says, however slow the machine
+    let at = Date.now();
+    const clock = () => at;
+    const clocked = { ...engine, store: { ...engine.store, now: clock }, clock, sessionTtlSeconds: 60 };
     const workflowId = await newWorkflow(engine, tenant, fixture('form-intake'));
-    const { head } = await createRun(short, { tenant, workflowId });
-    expect((await listSessions(engine.store, tenant, workflowId, { limit: 5 })).items).toHaveLength(1);
-    await new Promise((resolve) => setTimeout(resolve, 2100));
-    await expect(loadSession(engine.store, tenant, head.id, 1)).rejects.toBeInstanceOf(NotFoundError);
-    await expect(executeTurn(engine, { tenant, workflowId, runId: head.id, runInput: {} })).rejects.toBeInstanceOf(NotFoundError);
-    expect((await listSessions(engine.store, tenant, workflowId, { limit: 5 })).items).toHaveLength(0);
+    const { head } = await createRun(clocked, { tenant, workflowId });
+    expect((await listSessions(clocked.store, tenant, workflowId, { limit: 5 })).items).toHaveLength(1);
+    at += 61_000;
+    await expect(loadSession(clocked.store, tenant, head.id, 1)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(executeTurn(clocked, { tenant, workflowId, runId: head.id, runInput: {} })).rejects.toBeInstanceOf(NotFoundError);
+    expect((await listSessions(clocked.store, tenant, workflowId, { limit: 5 })).items).toHaveLength(0);
   });
 
   it('cascades a removed head to the rest of its partition through the table stream', async () => {
