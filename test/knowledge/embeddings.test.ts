@@ -16,8 +16,9 @@ function fastRetry(): RetryPolicy & { delays: number[] } {
   return { attempts: 3, baseDelayMs: 100, maxDelayMs: 1000, random: () => 1, delays, sleep: async (ms) => void delays.push(ms) };
 }
 
+/** A call that is answered never nears the timeout, however loaded the machine; the timeout tests set their own. */
 function settings(overrides: Partial<LlmSettings> = {}): LlmSettings {
-  return { defaultModel: 'echo', models: {}, timeoutMs: 2_000, retry: fastRetry(), ...overrides };
+  return { defaultModel: 'echo', models: {}, timeoutMs: 20_000, retry: fastRetry(), ...overrides };
 }
 
 const signal = () => new AbortController().signal;
