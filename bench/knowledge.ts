@@ -1,6 +1,6 @@
 /**
  * 7. The local knowledge index at the size the `local` backend is for: as many chunks as one
- * knowledge base may hold (MAX_CHUNKS_PER_KB in lib/knowledge/limits.ts, 20,000) of ~400 tokens,
+ * knowledge base may hold (MAX_CHUNKS_PER_KB in lib/knowledge/limits.ts) of ~400 tokens,
  * ten chunks a document. The text is synthetic and deterministic: sentences of words drawn, as
  * often as they occur there, from the vocabulary of the retrieval fixture handbook
  * (test/fixtures/knowledge/corpus), so term frequencies look like prose. Measured for a

@@ -22,6 +22,7 @@ import { fmt, table } from './lib/stats';
 import { throughput, type ThroughputResult } from './throughput';
 import { turnOverhead, type TurnOverheadResult } from './turn-overhead';
 import { writeCost, type WriteCostResult } from './write-cost';
+import { MAX_CHUNKS_PER_KB } from '../lib/knowledge/limits';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
@@ -50,7 +51,7 @@ const SIZES = quick
       writeCost: { turns: 200, keyedTurns: 20 },
       throughput: { sessions: 100, turnsPerSession: 20 },
       // the local backend's limit: MAX_CHUNKS_PER_KB (lib/knowledge/limits.ts)
-      knowledgeIndex: { chunks: 20_000, queries: 300, warmupQueries: 30, dimensions: 1536 },
+      knowledgeIndex: { chunks: MAX_CHUNKS_PER_KB, queries: 300, warmupQueries: 30, dimensions: 1536 },
     };
 
 async function main(): Promise<number> {
