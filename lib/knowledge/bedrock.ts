@@ -36,6 +36,7 @@ import type { BedrockCredentials } from '../llm/bedrock';
 import { isTransientStatus } from '../llm/errors';
 import { redactSecrets } from '../secrets/redact';
 import type { DocAgg, KnowledgeBase, RemoteRetriever, RetrievalQuery, RetrievalResult, RetrievedChunk } from './types';
+import { AWS_NETWORK_CODES as NETWORK_CODES, AWS_NETWORK_MESSAGE as NETWORK_MESSAGE } from '../llm/aws-network';
 
 export interface BedrockRetrieverOptions {
   /** The region of knowledge bases whose settings name none: the deployment's. */
@@ -288,27 +289,7 @@ const CREDENTIAL_NAMES = new Set([
   'CredentialsProviderError',
 ]);
 
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENETDOWN',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ERR_HTTP2_STREAM_ERROR',
-  'ERR_HTTP2_SESSION_ERROR',
-  'ERR_HTTP2_GOAWAY_SESSION',
-  'ERR_HTTP2_STREAM_CANCEL',
-  'ERR_HTTP2_INVALID_SESSION',
-  'ERR_HTTP2_ERROR',
-  'ERR_STREAM_PREMATURE_CLOSE',
-]);
 
-const NETWORK_MESSAGE = /socket hang up|ECONNRESET|ECONNREFUSED|network|premature close/i;
 
 interface SdkErrorLike {
   name?: unknown;

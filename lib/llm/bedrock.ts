@@ -37,6 +37,7 @@ import {
   type ToolCall,
   type Usage,
 } from './types';
+import { AWS_NETWORK_CODES as NETWORK_CODES, AWS_NETWORK_MESSAGE as NETWORK_MESSAGE } from './aws-network';
 
 /** Static AWS credentials (shape of the SDK's `AwsCredentialIdentity`). */
 export interface BedrockCredentials {
@@ -422,28 +423,7 @@ const PERMANENT_NAMES = new Set([
   'UnauthorizedException',
 ]);
 
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENETDOWN',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ERR_HTTP2_STREAM_ERROR',
-  'ERR_HTTP2_SESSION_ERROR',
-  'ERR_HTTP2_GOAWAY_SESSION',
-  'ERR_HTTP2_STREAM_CANCEL',
-  'ERR_HTTP2_INVALID_SESSION',
-  'ERR_HTTP2_ERROR',
-  'ERR_STREAM_PREMATURE_CLOSE',
-  'UND_ERR_SOCKET',
-]);
 
-const NETWORK_MESSAGE = /socket hang up|abnormally aborted|ECONNRESET|ECONNREFUSED|network|premature close|stream timed out/i;
 
 export interface ClassifyContext {
   model: string;
