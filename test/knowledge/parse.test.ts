@@ -9,7 +9,7 @@ import { PDFDocument, StandardFonts } from 'pdf-lib';
 import { describe, expect, it } from 'vitest';
 import {
   DocumentParseError,
-  MAX_DOCUMENT_BYTES,
+  MAX_PARSED_BYTES,
   MAX_DOCUMENT_CHARS,
   MAX_HTML_DEPTH,
   MAX_PDF_PAGES,
@@ -143,7 +143,7 @@ describe('parseDocument: text', () => {
   });
 
   it('refuses files and texts over the limits', async () => {
-    const huge = new Uint8Array(MAX_DOCUMENT_BYTES + 1).fill(0x61);
+    const huge = new Uint8Array(MAX_PARSED_BYTES + 1).fill(0x61);
     expect((await rejection(parseDocument(huge, 'text'))).message).toBe('the file is 64.0 MiB; at most 64.0 MiB are parsed');
     const long = utf8('a'.repeat(MAX_DOCUMENT_CHARS + 1));
     expect((await rejection(parseDocument(long, 'text'))).message).toBe('the document has more than 5,000,000 characters of text');

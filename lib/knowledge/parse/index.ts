@@ -19,7 +19,7 @@ import { parsePdf } from './pdf';
 import { parseText } from './text';
 
 export { DocumentParseError } from './errors';
-export { MAX_DOCUMENT_BYTES, MAX_DOCUMENT_CHARS, MAX_HTML_DEPTH, MAX_PDF_PAGES } from './limits';
+export { MAX_PARSED_BYTES, MAX_DOCUMENT_CHARS, MAX_HTML_DEPTH, MAX_PDF_PAGES } from './limits';
 export { htmlToText } from './html';
 export { setPdfResourceDirectory } from './pdf';
 

@@ -7,7 +7,7 @@ import { DocumentParseError } from './errors';
  */
 
 /** The largest file parsed, in bytes (64 MiB). */
-export const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
+export const MAX_PARSED_BYTES = 64 * 1024 * 1024;
 
 /** The most text a document may yield, in UTF-16 characters (~1.2 M tokens of English). */
 export const MAX_DOCUMENT_CHARS = 5_000_000;
@@ -21,10 +21,10 @@ export const MAX_PDF_PAGES = 2_000;
  */
 export const MAX_HTML_DEPTH = 512;
 
-/** Fails when `bytes` is larger than MAX_DOCUMENT_BYTES. */
+/** Fails when `bytes` is larger than MAX_PARSED_BYTES. */
 export function checkDocumentSize(bytes: Uint8Array): void {
-  if (bytes.byteLength > MAX_DOCUMENT_BYTES) {
-    throw new DocumentParseError(`the file is ${formatBytes(bytes.byteLength)}; at most ${formatBytes(MAX_DOCUMENT_BYTES)} are parsed`);
+  if (bytes.byteLength > MAX_PARSED_BYTES) {
+    throw new DocumentParseError(`the file is ${formatBytes(bytes.byteLength)}; at most ${formatBytes(MAX_PARSED_BYTES)} are parsed`);
   }
 }
 
