@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_DOCUMENT_BYTES } from '../../lib/knowledge/limits';
 import { endUserToken, makeEmbedSecret } from '../helpers/end-users';
 import { testEngine } from '../helpers/engine';
-import { type Served, serveApp } from '../helpers/http';
+import { type Served, serveApp, testKnowledge } from '../helpers/http';
 import { fixture } from '../helpers/canvas';
 import { graph } from '../helpers/dsl-builder';
 import { BROKEN_PDF, FAQ_TXT, GUIDE_MD, multipart, type Part } from '../helpers/knowledge-docs';
@@ -28,7 +28,11 @@ const create = (body: unknown, key?: string) => api.call('POST', BASE, { body, .
 const search = (kbId: string, body: Record<string, unknown>) => api.call('POST', `${BASE}/${kbId}/search`, { body: { similarity_threshold: 0, ...body } });
 
 beforeAll(async () => {
-  api = await serveApp(testEngine());
+  const engine = testEngine();
+  // runs search their own tenant's knowledge bases, as the runtime wires them
+  const knowledge = testKnowledge(engine);
+  engine.servicesFor = (tenant) => ({ ...engine.services, knowledge: knowledge.forTenant(tenant) });
+  api = await serveApp(engine, { knowledge });
 });
 afterAll(async () => {
   await api?.close();
@@ -292,5 +296,16 @@ describe('import warnings', () => {
     const agentTheirs = await api.call('POST', '/api/v1/agents', { body: { title: `T ${theirs.id}`, dsl: ragDsl([theirs.id]) } });
     const agentMissing = await api.call('POST', '/api/v1/agents', { body: { title: `T ${missing}`, dsl: ragDsl([missing]) } });
     expect(agentTheirs.json.message.replaceAll(theirs.id, '<id>')).toBe(agentMissing.json.message.replaceAll(missing, '<id>'));
+
+    // a run reaching that Retrieval fails there the same way for both
+    const failure = async (workflowId: string, id: string) => {
+      const ran = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_input: { query: 'manuals?' } } });
+      expect(ran.status).toBe(200);
+      expect(ran.json).toMatchObject({ status: 'failed', error: { component_id: 'Retrieval:Docs' } });
+      return JSON.stringify({ status: ran.json.status, error: ran.json.error }).replaceAll(id, '<id>');
+    };
+    const theirsFailed = await failure(withTheirs.json.id, theirs.id);
+    expect(theirsFailed).toContain('does not exist');
+    expect(theirsFailed).toBe(await failure(withMissing.json.id, missing));
   });
 });
