@@ -121,7 +121,9 @@ export function createKnowledge(deps: KnowledgeDeps): KnowledgeAdmin {
         if (model) checkEmbedding(model, 'local.embedding_model');
         kb = { ...common, backend: 'local', local: { chunking: withChunkingDefaults(valid.local?.chunking), ...(model ? { embedding_model: model } : {}) } };
       } else if (valid.backend === 'ragflow') {
-        kb = { ...common, backend: 'ragflow', ragflow: { ...valid.ragflow, api_key: valid.ragflow.api_key.trim() } };
+        // a migrated template names the RAGFlow datasets themselves: by default they are its aliases
+        const aliases = valid.aliases ?? [...new Set(valid.ragflow.dataset_ids)];
+        kb = { ...common, aliases, backend: 'ragflow', ragflow: { ...valid.ragflow, api_key: valid.ragflow.api_key.trim() } };
       } else {
         kb = { ...common, backend: 'bedrock', bedrock: valid.bedrock };
       }

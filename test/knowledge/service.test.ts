@@ -242,6 +242,21 @@ describe('knowledge bases', () => {
     await expect(k.forTenant(tenant).retrieve([bedrock], query('x'), signal())).rejects.toThrow(new ComponentError('knowledge base "BR" is on Amazon Bedrock, and this deployment has no Amazon Bedrock client'));
   });
 
+  it('answer for the RAGFlow datasets they search: a migrated template\'s dataset ids resolve to them unchanged', async () => {
+    const k = knowledge();
+    const tenant = newTenant();
+    const ragflow = { base_url: 'https://rf.example.com', api_key: '{secret.RF_KEY}' };
+    const rf = await k.create(tenant, { name: 'Manuals', backend: 'ragflow', ragflow: { ...ragflow, dataset_ids: ['65cb5150819b11f08347047c16ec874f', '65cb5150819b11f08347047c16ec874f', 'a5aaec4a819b11f095f1047c16ec874f'] } });
+    expect(rf.aliases).toEqual(['65cb5150819b11f08347047c16ec874f', 'a5aaec4a819b11f095f1047c16ec874f']);
+    const resolved = await k.forTenant(tenant).resolve(['a5aaec4a819b11f095f1047c16ec874f', '65cb5150819b11f08347047c16ec874f']);
+    expect(resolved).toMatchObject({ found: [{ id: rf.id }], missing: [] });
+    // aliases given, even none, are kept as given: another knowledge base may search the same dataset
+    const second = await k.create(tenant, { name: 'Manuals (copy)', aliases: [], backend: 'ragflow', ragflow: { ...ragflow, dataset_ids: ['a5aaec4a819b11f095f1047c16ec874f'] } });
+    expect(second.aliases).toEqual([]);
+    // and another tenant's datasets are not this tenant's
+    expect(await k.forTenant(newTenant()).resolve(['a5aaec4a819b11f095f1047c16ec874f'])).toEqual({ found: [], missing: ['a5aaec4a819b11f095f1047c16ec874f'] });
+  });
+
   it('keep tenants apart: another tenant\'s ids are missing everywhere', async () => {
     const k = knowledge();
     const owner = newTenant();
