@@ -7,6 +7,7 @@ import { DEFAULT_STEP_BUDGET_RUN, DEFAULT_STEP_BUDGET_TURN } from './canvas/canv
 import { checkLlmSettings, type LlmSettings } from './llm/models';
 import { DEFAULT_RETRY } from './llm/retry';
 import { parseAllowList } from './outbound/ssrf';
+import { TAVILY_BASE_URL } from './tools/tavily';
 import type { QuotaLimits, QuotaSettings } from './turns/quotas';
 
 export interface QueueConfig {
@@ -89,6 +90,12 @@ export interface BedrockKnowledgeConfig {
   endpoint?: string;
 }
 
+/** The services built-in Agent tools call (lib/tools). */
+export interface ToolsConfig {
+  /** Where TavilySearch and TavilyExtract send requests (EASEL_TOOL_TAVILY_BASE_URL): a proxy, a stand-in. No trailing slash. @default https://api.tavily.com */
+  tavilyBaseUrl: string;
+}
+
 export interface EaselConfig {
   store: StoreConfig;
   queue: QueueConfig;
@@ -96,6 +103,7 @@ export interface EaselConfig {
   secrets: SecretsConfig;
   llm: LlmSettings;
   bedrockKnowledge: BedrockKnowledgeConfig;
+  tools: ToolsConfig;
   /** Hosts and CIDRs tenant URLs may reach despite the SSRF guard. */
   ssrfAllow: string[];
   stepBudgetTurn: number;
@@ -293,6 +301,22 @@ function publicUrl(raw: string | undefined, problems: string[]): { publicUrl?: s
   return { publicUrl: `${url.origin}${url.pathname}`.replace(/\/+$/, '') };
 }
 
+/** An operator's http(s) base URL (no query, fragment or credentials), without a trailing slash. */
+function baseUrlSetting(name: string, raw: string | undefined, problems: string[]): string | undefined {
+  if (raw === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (!url || !/^https?:$/.test(url.protocol) || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '' || /\s/.test(raw)) {
+    problems.push(`${name} must be an http(s) base URL without query, fragment or credentials (e.g. https://api.tavily.com), got "${raw}"`);
+    return undefined;
+  }
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
+}
+
 /** CSP source expressions: 'self', 'none' (alone), https:, https://*.example.com:443, *. */
 function frameAncestors(raw: string | undefined, problems: string[]): string[] {
   const sources = commaList(raw).map((s) => (s === 'self' || s === 'none' ? `'${s}'` : s));
@@ -348,6 +372,8 @@ export function readConfig(env: Env = process.env): EaselConfig {
     region: get('AWS_REGION') ?? get('EASEL_BEDROCK_REGION') ?? 'us-east-1',
     ...(agentEndpoint ? { endpoint: agentEndpoint } : {}),
   };
+
+  const tools: ToolsConfig = { tavilyBaseUrl: baseUrlSetting('EASEL_TOOL_TAVILY_BASE_URL', get('EASEL_TOOL_TAVILY_BASE_URL'), problems) ?? TAVILY_BASE_URL };
 
   let ssrfAllow: string[] = [];
   try {
@@ -415,6 +441,7 @@ export function readConfig(env: Env = process.env): EaselConfig {
     secrets,
     llm,
     bedrockKnowledge,
+    tools,
     ssrfAllow,
     stepBudgetTurn: integer('EASEL_STEP_BUDGET_TURN', DEFAULT_STEP_BUDGET_TURN, 1, 1_000_000),
     stepBudgetRun: integer('EASEL_STEP_BUDGET_RUN', DEFAULT_STEP_BUDGET_RUN, 1, 10_000_000),

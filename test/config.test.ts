@@ -63,6 +63,13 @@ describe('readConfig', () => {
     expect(() => readConfig({ EASEL_BEDROCK_AGENT_ENDPOINT: 'bedrock.local' })).toThrow(/EASEL_BEDROCK_AGENT_ENDPOINT must be an http\(s\) URL/);
   });
 
+  it('sends Tavily requests to api.tavily.com unless EASEL_TOOL_TAVILY_BASE_URL names another endpoint', () => {
+    expect(readConfig({}).tools).toEqual({ tavilyBaseUrl: 'https://api.tavily.com' });
+    expect(readConfig({ EASEL_TOOL_TAVILY_BASE_URL: 'http://tavily-proxy.internal:8080/v1/' }).tools).toEqual({ tavilyBaseUrl: 'http://tavily-proxy.internal:8080/v1' });
+    expect(() => readConfig({ EASEL_TOOL_TAVILY_BASE_URL: 'api.tavily.com' })).toThrow(/EASEL_TOOL_TAVILY_BASE_URL must be an http\(s\) base URL/);
+    expect(() => readConfig({ EASEL_TOOL_TAVILY_BASE_URL: 'https://user:pw@api.tavily.com' })).toThrow(/without query, fragment or credentials/);
+  });
+
   it('reports every problem together, naming the variable', () => {
     let error: unknown;
     try {

@@ -1,6 +1,7 @@
 /**
  * The turn engine (lib/turns) from its parts: the store, the built-in components, the services
- * components call out through (models, the SSRF guard, the tenant's secrets and knowledge bases), the configured budgets
+ * components call out through (models, the SSRF guard, the tenant's secrets and knowledge bases,
+ * the built-in Agent tools with the configured endpoints), the configured budgets
  * and the quotas (none unless EASEL_QUOTA_* sets one).
  */
 import { builtinComponents } from '../components';
@@ -13,6 +14,7 @@ import type { StoreContext } from '../store/dynamo';
 import type { TurnEngine } from '../turns/execute';
 import type { TurnLifecycle } from '../turns/lifecycle';
 import type { SecretResolver } from '../secrets';
+import { builtinToolKindsWith, createToolRegistry } from '../tools/registry';
 
 export interface EngineParts {
   store: StoreContext;
@@ -26,15 +28,18 @@ export interface EngineParts {
   lifecycle?: TurnLifecycle;
 }
 
-export function buildEngine(config: Pick<EaselConfig, 'store' | 'stepBudgetTurn' | 'stepBudgetRun' | 'quotas'>, parts: EngineParts): TurnEngine {
+export function buildEngine(config: Pick<EaselConfig, 'store' | 'stepBudgetTurn' | 'stepBudgetRun' | 'quotas' | 'tools'>, parts: EngineParts): TurnEngine {
+  // the same kinds the loader knows (builtinComponents), with the operator's endpoints
+  const tools = createToolRegistry(builtinToolKindsWith({ tavilyBaseUrl: config.tools.tavilyBaseUrl }));
   return {
     store: parts.store,
     registry: builtinComponents,
     // without a tenant, no secret resolves
-    services: services({ models: parts.models, guard: parts.guard }),
+    services: services({ models: parts.models, guard: parts.guard, tools }),
     servicesFor: (tenant) => services({
       models: parts.models,
       guard: parts.guard,
+      tools,
       secret: parts.secretsFor(tenant),
       ...(parts.knowledge ? { knowledge: parts.knowledge.forTenant(tenant) } : {}),
     }),

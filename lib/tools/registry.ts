@@ -18,6 +18,7 @@
  */
 import type { z } from 'zod';
 import { retrievalTool } from './retrieval';
+import { tavilyTools } from './tavily';
 import type { Tool, ToolOutcome } from './types';
 
 /** One tool entry of an Agent's DSL, its params validated by its kind. */
@@ -102,7 +103,15 @@ export function createToolRegistry(kinds: readonly ToolKind<any>[], options: Too
   };
 }
 
-/** The kinds Easel ships (sub-Agents besides, which every Agent provides). */
-export const builtinToolKinds: readonly ToolKind<any>[] = [retrievalTool];
+/**
+ * The kinds Easel ships (sub-Agents besides, which every Agent provides), Tavily's talking to
+ * `TAVILY_BASE_URL`; a runtime with another endpoint builds its own (`builtinToolKindsWith`).
+ */
+export const builtinToolKinds: readonly ToolKind<any>[] = builtinToolKindsWith();
+
+/** The built-in kinds with the operator's settings. */
+export function builtinToolKindsWith(options: { tavilyBaseUrl?: string } = {}): ToolKind<any>[] {
+  return [retrievalTool, ...tavilyTools(options.tavilyBaseUrl ? { baseUrl: options.tavilyBaseUrl } : {})];
+}
 
 export const builtinTools: ToolRegistry = createToolRegistry(builtinToolKinds);

@@ -65,8 +65,9 @@ describe('Agent with a sub-agent tool', () => {
     const dsl = fixture('agent-subagent') as { components: Record<string, { obj: { params: Record<string, unknown> } }> };
     const params = dsl.components['Agent:Planner']?.obj.params as Record<string, unknown>;
     params.tools = [
-      { component_name: 'TavilySearch', name: 'search', params: {} },
+      { component_name: 'Google', name: 'search', params: {} },
       { component_name: 'Retrieval', name: 'kb', params: {} },
+      { component_name: 'TavilySearch', name: 'web', params: {} },
       { component_name: 'WenCai', name: 'stocks', params: {} },
       { component_name: 'Agent', name: 'helper', params: {} },
     ];
@@ -84,7 +85,7 @@ describe('Agent with a sub-agent tool', () => {
     expect(problems).toContainEqual(expect.objectContaining({
       component_id: 'Agent:Planner',
       field: 'obj.params.tools',
-      message: 'unsupported tool kinds: TavilySearch, WenCai (supported: Agent, Retrieval)',
+      message: 'unsupported tool kinds: Google, WenCai (supported: Agent, Retrieval, TavilySearch, TavilyExtract)',
     }));
     expect(problems).toContainEqual(expect.objectContaining({ component_id: 'Agent:Planner', field: 'obj.params.mcp', message: 'MCP servers are not supported' }));
   });

@@ -30,7 +30,14 @@ const present = existsSync(join(SDK, 'ragflow_sdk'));
 if (!present) console.warn(`RAGFlow SDK conformance suite skipped: no RAGFlow corpus at ${CORPUS} (set EASEL_RAGFLOW_CORPUS to its folder)`);
 
 /** Stock templates that import today; the count may grow, never shrink. */
-const IMPORTED_TODAY = ['customer_feedback_dispatcher.json', 'photo_text_translator.json'];
+const IMPORTED_TODAY = [
+  'customer_feedback_dispatcher.json',
+  'deep_research.json',
+  'market_seo_article_writer.json',
+  'photo_text_translator.json',
+  'seo_article_writer.json',
+  'trip_planner.json',
+];
 
 const ECHO = graph({
   begin: ['Begin', { mode: 'conversational', prologue: 'Hi! Say something.' }, ['Message:Echo']],
@@ -287,8 +294,11 @@ describe.skipIf(!present)('RAGFlow’s Python SDK against Easel', () => {
     expect(imported.length).toBeGreaterThanOrEqual(IMPORTED_TODAY.length);
     for (const file of IMPORTED_TODAY) expect(imported).toContain(file);
     for (const t of refused) expect(missingIn(t.sdk.error ?? ''), `${t.file}: ${t.sdk.error}`).not.toEqual([]);
-    // the template file posted as it ships is taken the same way, with its English title and canvas type
-    expect(report.templates.filter((t) => t.file_as_is.ok).map((t) => t.file)).toEqual(imported);
+    // the template file posted as it ships is taken the same way, with its English title and canvas type;
+    // two files share the title "SEO article writer", and the second into the same tenant is refused, as RAGFlow refuses it
+    const takenTitle = report.templates.filter((t) => t.sdk.ok && !t.file_as_is.ok);
+    expect(takenTitle.map((t) => [t.file, t.file_as_is.error])).toEqual([['seo_article_writer.json', 'SEO article writer already exists.']]);
+    expect(report.templates.filter((t) => t.file_as_is.ok).map((t) => t.file)).toEqual(imported.filter((f) => f !== 'seo_article_writer.json'));
     expect(report.templates.find((t) => t.file === 'customer_feedback_dispatcher.json')?.file_as_is).toMatchObject({ title: 'Customer feedback disptacher', canvas_type: 'Customer Support' });
   });
 });
