@@ -7,7 +7,6 @@ import { DEFAULT_STEP_BUDGET_RUN, DEFAULT_STEP_BUDGET_TURN } from './canvas/canv
 import { checkLlmSettings, type LlmSettings } from './llm/models';
 import { DEFAULT_RETRY } from './llm/retry';
 import { parseAllowList } from './outbound/ssrf';
-import { TAVILY_BASE_URL } from './tools/tavily';
 import type { QuotaLimits, QuotaSettings } from './turns/quotas';
 
 export interface QueueConfig {
@@ -95,6 +94,9 @@ export interface ToolsConfig {
   /** Where TavilySearch and TavilyExtract send requests (EASEL_TOOL_TAVILY_BASE_URL): a proxy, a stand-in. No trailing slash. @default https://api.tavily.com */
   tavilyBaseUrl: string;
 }
+
+/** Tavily's own API (lib/tools/tavily.ts TAVILY_BASE_URL); the configuration reads no tool module. */
+const DEFAULT_TAVILY_BASE_URL = 'https://api.tavily.com';
 
 export interface EaselConfig {
   store: StoreConfig;
@@ -373,7 +375,7 @@ export function readConfig(env: Env = process.env): EaselConfig {
     ...(agentEndpoint ? { endpoint: agentEndpoint } : {}),
   };
 
-  const tools: ToolsConfig = { tavilyBaseUrl: baseUrlSetting('EASEL_TOOL_TAVILY_BASE_URL', get('EASEL_TOOL_TAVILY_BASE_URL'), problems) ?? TAVILY_BASE_URL };
+  const tools: ToolsConfig = { tavilyBaseUrl: baseUrlSetting('EASEL_TOOL_TAVILY_BASE_URL', get('EASEL_TOOL_TAVILY_BASE_URL'), problems) ?? DEFAULT_TAVILY_BASE_URL };
 
   let ssrfAllow: string[] = [];
   try {
