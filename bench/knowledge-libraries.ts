@@ -26,6 +26,7 @@ import MiniSearch from 'minisearch';
 import { terms } from '../lib/knowledge/local/analyzer';
 import { buildIndex, deserializeIndex, type IndexedChunk, type LocalIndex, searchIndex, serializeIndex } from '../lib/knowledge/local/search';
 import { fmt, heading, median, p95, table } from './lib/stats';
+import { seededRandom } from './lib/seeded';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const TARGET_CHUNKS = Number(args.get('chunks') ?? 20_000);
@@ -81,17 +82,6 @@ function wordChunks(text: string): string[] {
   return out;
 }
 
-/** Mulberry32: a seeded generator, so every run measures the same corpus. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function corpus(): { chunks: IndexedChunk[]; labelled: Labelled[]; realChunks: number } {
   const seen = new Set<string>();
@@ -106,7 +96,7 @@ function corpus(): { chunks: IndexedChunk[]; labelled: Labelled[]; realChunks: n
   const all = files.flatMap((f) => f.sections);
   const headingCount = new Map<string, number>();
   for (const s of all) headingCount.set(s.heading.toLowerCase(), (headingCount.get(s.heading.toLowerCase()) ?? 0) + 1);
-  const rand = random(42);
+  const rand = seededRandom(42);
   const candidates = all.filter(
     (s) => headingCount.get(s.heading.toLowerCase()) === 1 && new Set(terms(s.heading)).size >= 2 && s.body.split(/\s+/).length >= 40,
   );

@@ -27,6 +27,7 @@ import { writeBlobs } from '../lib/store/blobs';
 import { finishParse, putDocument, readKnowledgeChunks, startParse, type StoredChunk, writeChunks } from '../lib/store/knowledge-documents';
 import { cpuMicros, fmt, heading, median, p95, table } from './lib/stats';
 import { openDatabase } from './lib/stack';
+import { seededRandom } from './lib/seeded';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const CHUNKS = Number(args.get('chunks') ?? MAX_CHUNKS_PER_KB);
@@ -37,18 +38,8 @@ const gc = (globalThis as { gc?: () => void }).gc;
 
 // ---- corpus -------------------------------------------------------------------------------------
 
-function seeded(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
-const random = seeded(42);
+const random = seededRandom(42);
 const SYLLABLES = ['ka', 'lo', 'mi', 'ren', 'sta', 'vo', 'pe', 'dar', 'is', 'tu', 'gen', 'ol', 'bri', 'an', 'ex', 'um'];
 const vocabulary = Array.from({ length: 30_000 }, (_, i) => {
   let word = '';

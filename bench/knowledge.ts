@@ -17,6 +17,7 @@ import { buildIndex, deserializeIndex, type IndexedChunk, type LocalIndex, searc
 import { countTokens, loadTokenizer } from '../lib/knowledge/tokens';
 import type { RetrievalQuery } from '../lib/knowledge/types';
 import { cpuMicros, fmt, heading, mean, median, p95, table } from './lib/stats';
+import { seededRandom } from './lib/seeded';
 
 export interface KnowledgeIndexOptions {
   chunks: number;
@@ -65,7 +66,7 @@ export async function knowledgeIndex(options: KnowledgeIndexOptions): Promise<Kn
   );
   await loadTokenizer();
   const words = vocabulary();
-  const random = mulberry32(20_000);
+  const random = seededRandom(20_000);
   const wordsPerChunk = calibrate(words, random);
   const chunks: IndexedChunk[] = [];
   for (let i = 0; i < options.chunks; i++) {
@@ -187,14 +188,3 @@ function randomUnit(dimensions: number, random: () => number): Float32Array {
   return vector;
 }
 
-/** A small seeded generator: the same chunks every run. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
