@@ -253,17 +253,16 @@ export function createKnowledge(deps: KnowledgeDeps): KnowledgeAdmin {
       // another tenant's knowledge base is as missing as one that never was
       const foreign = kbs.find((kb) => kb.tenant !== tenant);
       if (foreign) throw new ComponentError(`knowledge base ${foreign.id} not found`);
-      const theirs = kbs;
-      if (theirs.length === 0) return { chunks: [], doc_aggs: [], total: 0 };
+      if (kbs.length === 0) return { chunks: [], doc_aggs: [], total: 0 };
       const page = Math.max(1, Math.floor(query.page ?? 1));
       // each knowledge base answers the first `page * top_n`; the page is cut from them merged
       const wide: RetrievalQuery = { ...query, page: 1, top_n: page * Math.max(0, Math.floor(query.top_n)) };
-      const locals = theirs.filter((kb): kb is LocalKb => kb.backend === 'local');
+      const locals = kbs.filter((kb): kb is LocalKb => kb.backend === 'local');
       const models = [...new Set(locals.map((kb) => kb.local.embedding_model).filter((m): m is string => m !== undefined))];
       if (models.length > 1) throw new ComponentError('Knowledge bases use different embedding models.');
       const model = models[0];
       const queryVector = model && query.question.trim() !== '' ? (await embedderFor(model).embed([query.question], signal))[0] : undefined;
-      const results = await Promise.all(theirs.map(async (kb): Promise<RetrievalResult> => {
+      const results = await Promise.all(kbs.map(async (kb): Promise<RetrievalResult> => {
         if (kb.backend === 'local') {
           return local.search(tenant, kb, wide, kb.local.embedding_model ? queryVector : undefined).catch((error: unknown) => {
             if (error instanceof NotFoundError) throw new ComponentError(`knowledge base "${kb.name}" was deleted`);
