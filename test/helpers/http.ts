@@ -61,7 +61,13 @@ export function testKnowledge(engine: TurnEngine, secrets: Record<string, string
 
 export async function serveApp(engine: TurnEngine, overrides: Partial<AppDeps> = {}): Promise<Served> {
   const { access, embedSecrets, auth } = accessDeps(engine, overrides.secrets ? { secrets: overrides.secrets } : {});
-  const app = createApp({ engine, access, embedSecrets, auth, knowledge: testKnowledge(engine), ...overrides });
+  const knowledge = overrides.knowledge ?? testKnowledge(engine);
+  // as the runtime wires it: each run searches its own tenant's knowledge bases, the ones the routes manage
+  // (unless the test gave its runs knowledge of its own)
+  if (!engine.servicesFor && !(engine.services as { knowledge?: unknown }).knowledge) {
+    engine.servicesFor = (tenant) => ({ ...engine.services, knowledge: knowledge.forTenant(tenant) });
+  }
+  const app = createApp({ engine, access, embedSecrets, auth, ...overrides, knowledge });
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: closeUnreadBodies(app.fetch), port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_DOCUMENT_BYTES } from '../../lib/knowledge/limits';
 import { endUserToken, makeEmbedSecret } from '../helpers/end-users';
 import { testEngine } from '../helpers/engine';
-import { type Served, serveApp, testKnowledge } from '../helpers/http';
+import { type Served, serveApp } from '../helpers/http';
 import { fixture } from '../helpers/canvas';
 import { graph } from '../helpers/dsl-builder';
 import { BROKEN_PDF, FAQ_TXT, GUIDE_MD, multipart, type Part } from '../helpers/knowledge-docs';
@@ -28,11 +28,7 @@ const create = (body: unknown, key?: string) => api.call('POST', BASE, { body, .
 const search = (kbId: string, body: Record<string, unknown>) => api.call('POST', `${BASE}/${kbId}/search`, { body: { similarity_threshold: 0, ...body } });
 
 beforeAll(async () => {
-  const engine = testEngine();
-  // runs search their own tenant's knowledge bases, as the runtime wires them
-  const knowledge = testKnowledge(engine);
-  engine.servicesFor = (tenant) => ({ ...engine.services, knowledge: knowledge.forTenant(tenant) });
-  api = await serveApp(engine, { knowledge });
+  api = await serveApp(testEngine());
 });
 afterAll(async () => {
   await api?.close();

@@ -9,9 +9,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TurnEngine } from '../../lib/turns/execute';
 import { testEngine } from '../helpers/engine';
-import { type Served, serveApp, testKnowledge } from '../helpers/http';
+import { type Served, serveApp } from '../helpers/http';
 import { FAQ_TXT, GUIDE_MD, multipart } from '../helpers/knowledge-docs';
 import { OpenAiServer, type RecordedRequest } from '../llm/openai-server';
 
@@ -49,11 +48,8 @@ function answer(body: RecordedRequest['body']) {
 beforeAll(async () => {
   model = await OpenAiServer.start();
   model.respond = answer;
-  const engine: TurnEngine = testEngine({ openaiUrl: model.url });
-  const knowledge = testKnowledge(engine);
-  // as the runtime wires it: every run searches its own tenant's knowledge bases
-  engine.servicesFor = (tenant) => ({ ...engine.services, knowledge: knowledge.forTenant(tenant) });
-  api = await serveApp(engine, { knowledge });
+  // serveApp wires runs to the knowledge bases its routes manage, as the runtime does
+  api = await serveApp(testEngine({ openaiUrl: model.url }));
 });
 afterAll(async () => {
   await api?.close();
