@@ -7,6 +7,7 @@ import { DEFAULT_STEP_BUDGET_RUN, DEFAULT_STEP_BUDGET_TURN } from './canvas/canv
 import { checkLlmSettings, type LlmSettings } from './llm/models';
 import { DEFAULT_RETRY } from './llm/retry';
 import { parseAllowList } from './outbound/ssrf';
+import { TOOL_SERVICES, type ToolService } from './tools/service-names';
 import type { QuotaLimits, QuotaSettings } from './turns/quotas';
 
 export interface QueueConfig {
@@ -91,12 +92,12 @@ export interface BedrockKnowledgeConfig {
 
 /** The services built-in Agent tools call (lib/tools). */
 export interface ToolsConfig {
-  /** Where TavilySearch and TavilyExtract send requests (EASEL_TOOL_TAVILY_BASE_URL): a proxy, a stand-in. No trailing slash. @default https://api.tavily.com */
-  tavilyBaseUrl: string;
+  /**
+   * The base URLs the operator set (`EASEL_TOOL_TAVILY_BASE_URL`, ...): a proxy, a stand-in; no
+   * trailing slash. A service left out is called at its public address (each tool's default).
+   */
+  baseUrls: Partial<Record<ToolService, string>>;
 }
-
-/** Tavily's own API (lib/tools/tavily.ts TAVILY_BASE_URL); the configuration reads no tool module. */
-const DEFAULT_TAVILY_BASE_URL = 'https://api.tavily.com';
 
 export interface EaselConfig {
   store: StoreConfig;
@@ -375,7 +376,12 @@ export function readConfig(env: Env = process.env): EaselConfig {
     ...(agentEndpoint ? { endpoint: agentEndpoint } : {}),
   };
 
-  const tools: ToolsConfig = { tavilyBaseUrl: baseUrlSetting('EASEL_TOOL_TAVILY_BASE_URL', get('EASEL_TOOL_TAVILY_BASE_URL'), problems) ?? DEFAULT_TAVILY_BASE_URL };
+  const tools: ToolsConfig = { baseUrls: {} };
+  for (const service of TOOL_SERVICES) {
+    const name = `EASEL_TOOL_${service}_BASE_URL`;
+    const url = baseUrlSetting(name, get(name), problems);
+    if (url !== undefined) tools.baseUrls[service] = url;
+  }
 
   let ssrfAllow: string[] = [];
   try {

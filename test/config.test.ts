@@ -63,9 +63,12 @@ describe('readConfig', () => {
     expect(() => readConfig({ EASEL_BEDROCK_AGENT_ENDPOINT: 'bedrock.local' })).toThrow(/EASEL_BEDROCK_AGENT_ENDPOINT must be an http\(s\) URL/);
   });
 
-  it('sends Tavily requests to api.tavily.com unless EASEL_TOOL_TAVILY_BASE_URL names another endpoint', () => {
-    expect(readConfig({}).tools).toEqual({ tavilyBaseUrl: 'https://api.tavily.com' });
-    expect(readConfig({ EASEL_TOOL_TAVILY_BASE_URL: 'http://tavily-proxy.internal:8080/v1/' }).tools).toEqual({ tavilyBaseUrl: 'http://tavily-proxy.internal:8080/v1' });
+  it('sends tool requests to each service’s public API unless EASEL_TOOL_<NAME>_BASE_URL names another endpoint', () => {
+    expect(readConfig({}).tools).toEqual({ baseUrls: {} });
+    expect(readConfig({ EASEL_TOOL_TAVILY_BASE_URL: 'http://tavily-proxy.internal:8080/v1/', EASEL_TOOL_GITHUB_BASE_URL: 'https://ghe.example.com/api/v3' }).tools).toEqual({
+      baseUrls: { TAVILY: 'http://tavily-proxy.internal:8080/v1', GITHUB: 'https://ghe.example.com/api/v3' },
+    });
+    expect(() => readConfig({ EASEL_TOOL_PUBMED_BASE_URL: 'ftp://eutils' })).toThrow(/EASEL_TOOL_PUBMED_BASE_URL must be an http\(s\) base URL/);
     expect(() => readConfig({ EASEL_TOOL_TAVILY_BASE_URL: 'api.tavily.com' })).toThrow(/EASEL_TOOL_TAVILY_BASE_URL must be an http\(s\) base URL/);
     expect(() => readConfig({ EASEL_TOOL_TAVILY_BASE_URL: 'https://user:pw@api.tavily.com' })).toThrow(/without query, fragment or credentials/);
   });

@@ -9,6 +9,7 @@ import type { ComponentContext } from '../canvas/component';
 import { ComponentError } from '../canvas/errors';
 import type { RunKnowledge } from '../knowledge/types';
 import type { ModelResolver } from '../llm/models';
+import type { RunMcp } from '../mcp/types';
 import type { SsrfGuard } from '../outbound/ssrf';
 import type { ToolRegistry } from '../tools/registry';
 import type { AttachmentLimits } from './attachments';
@@ -29,6 +30,8 @@ export interface ComponentServices {
   attachmentLimits?: Partial<AttachmentLimits>;
   /** The run's tenant's knowledge bases, for Retrieval (lib/knowledge). */
   knowledge?: RunKnowledge;
+  /** The run's tenant's MCP servers, for an Agent's `mcp` entries (lib/mcp). */
+  mcp?: RunMcp;
 }
 
 /**
@@ -83,6 +86,12 @@ export function knowledgeOf(ctx: ComponentContext): RunKnowledge {
   const knowledge = (ctx.services as ComponentServices).knowledge;
   if (!knowledge) throw new ComponentError('knowledge bases are not configured for this run');
   return knowledge;
+}
+
+export function mcpOf(ctx: ComponentContext): RunMcp {
+  const mcp = (ctx.services as ComponentServices).mcp;
+  if (!mcp) throw new ComponentError('MCP servers are not configured for this run');
+  return mcp;
 }
 
 export function toolsOf(ctx: ComponentContext): ToolRegistry | undefined {

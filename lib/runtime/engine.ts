@@ -30,7 +30,7 @@ export interface EngineParts {
 
 export function buildEngine(config: Pick<EaselConfig, 'store' | 'stepBudgetTurn' | 'stepBudgetRun' | 'quotas' | 'tools'>, parts: EngineParts): TurnEngine {
   // the same kinds the loader knows (builtinComponents), with the operator's endpoints
-  const tools = createToolRegistry(builtinToolKindsWith({ tavilyBaseUrl: config.tools.tavilyBaseUrl }));
+  const tools = createToolRegistry(builtinToolKindsWith({ baseUrls: config.tools.baseUrls }));
   return {
     store: parts.store,
     registry: builtinComponents,

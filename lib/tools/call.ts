@@ -58,11 +58,28 @@ async function bounded(
   deadline.catch(() => {});
   try {
     const signal = AbortSignal.any([ctx.signal, controller.signal]);
-    return await Promise.race([Promise.resolve().then(() => tool.invoke(args, { ...ctx, signal })), deadline]);
+    const wait = (ms: number) => waitOn(registry.timer, ms, signal);
+    return await Promise.race([Promise.resolve().then(() => tool.invoke(args, { ...ctx, signal, wait })), deadline]);
   } finally {
     cancelTimer();
     ctx.signal.removeEventListener('abort', onTurnAbort);
   }
+}
+
+/** `ms` on `timer`, or until `signal` aborts (rejecting with its reason). */
+function waitOn(timer: ToolRegistry['timer'], ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      cancel();
+      reject(signal.reason);
+    };
+    const cancel = timer(ms, () => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    });
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 function settle(outcome: unknown, tool = ''): SettledOutcome {

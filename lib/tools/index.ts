@@ -1,6 +1,9 @@
 /** The tool interface: what a tool is, how calls run, and the registry Agents take tools from. */
 export * from './call';
 export * from './errors';
+export * from './params';
+export * from './service-names';
+export * from './web-service';
 export * from './registry';
 export { NOTHING_FOUND, RETRIEVAL_FUNCTION, retrievalTool, type RetrievalToolParams } from './retrieval';
 export {

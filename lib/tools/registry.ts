@@ -17,6 +17,7 @@
  * ```
  */
 import type { z } from 'zod';
+import type { ToolService } from './service-names';
 import { retrievalTool } from './retrieval';
 import { tavilyTools } from './tavily';
 import type { Tool, ToolOutcome } from './types';
@@ -39,6 +40,18 @@ export interface ToolKind<P = unknown> {
   readonly params: z.ZodType<P>;
   /** The tool for one entry; called once per Agent invocation, so it may hold per-run state. */
   create(entry: ToolEntry<P>): Tool;
+  /**
+   * Params that hold a credential: empty or `{secret.NAME}` in a DSL, never the value. When a
+   * workflow is imported, a value found there is moved into the tenant's secrets under
+   * `secret` (or a name derived from it) and replaced by its reference.
+   */
+  readonly credentials?: readonly ToolCredential[];
+}
+
+/** A credential param of a tool kind and the tenant secret it means when left empty. */
+export interface ToolCredential {
+  readonly param: string;
+  readonly secret: string;
 }
 
 /** What one call is, as the call hook sees it. */
@@ -104,14 +117,18 @@ export function createToolRegistry(kinds: readonly ToolKind<any>[], options: Too
 }
 
 /**
- * The kinds Easel ships (sub-Agents besides, which every Agent provides), Tavily's talking to
- * `TAVILY_BASE_URL`; a runtime with another endpoint builds its own (`builtinToolKindsWith`).
+ * The kinds Easel ships (sub-Agents besides, which every Agent provides), each talking to its
+ * service's public API; a runtime with other endpoints builds its own (`builtinToolKindsWith`).
  */
 export const builtinToolKinds: readonly ToolKind<any>[] = builtinToolKindsWith();
 
+/** Where the built-in kinds send requests, by service (`EASEL_TOOL_<NAME>_BASE_URL`). */
+export type ToolBaseUrls = Partial<Record<ToolService, string>>;
+
 /** The built-in kinds with the operator's settings. */
-export function builtinToolKindsWith(options: { tavilyBaseUrl?: string } = {}): ToolKind<any>[] {
-  return [retrievalTool, ...tavilyTools(options.tavilyBaseUrl ? { baseUrl: options.tavilyBaseUrl } : {})];
+export function builtinToolKindsWith(options: { baseUrls?: ToolBaseUrls } = {}): ToolKind<any>[] {
+  const base = (service: ToolService) => (options.baseUrls?.[service] ? { baseUrl: options.baseUrls[service] } : {});
+  return [retrievalTool, ...tavilyTools(base('TAVILY'))];
 }
 
 export const builtinTools: ToolRegistry = createToolRegistry(builtinToolKinds);

@@ -20,11 +20,11 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { chunkReference, formatChunks } from '../knowledge/format';
-import { outboundRequest } from '../outbound/request';
-import { SsrfGuard } from '../outbound/ssrf';
-import { ToolError, toolHttpError } from './errors';
+import { ToolError } from './errors';
+import { credentialParam, functionShape, parseServiceAnswer, parseToolArgs, resolveCredential, withDefault } from './params';
 import type { ToolEntry, ToolKind } from './registry';
 import type { Tool, ToolContext, ToolResult } from './types';
+import { requestService, serviceEndpoint, serviceJson } from './web-service';
 
 export const TAVILY_BASE_URL = 'https://api.tavily.com';
 /** The tenant secret that holds the key when an entry's `api_key` is empty. */
@@ -39,7 +39,6 @@ export const TAVILY_EXTRACT_TIMEOUT_MS = 60_000;
 export const TAVILY_NOTHING_FOUND = 'Tavily found no web results for this query.';
 /** RAGFlow's cap on one result's text (`content[:10000]`). */
 const MAX_RESULT_CHARS = 10_000;
-const MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 
 export const TAVILY_SEARCH_DESCRIPTION = `
 Tavily is a search engine optimized for LLMs, aimed at efficient, quick and persistent search results.
@@ -101,25 +100,8 @@ const EXTRACT_PARAMETERS = {
   required: ['urls'],
 };
 
-const SECRET_REFERENCE = /^\{secret\.([A-Za-z_][A-Za-z0-9_]{0,63})\}$/;
-
-/** Empty, or a `{secret.NAME}` reference; the issue never repeats the value (it may be a key). */
-const apiKey = z
-  .string()
-  .nullish()
-  .transform((v) => v?.trim() ?? '')
-  .refine((v) => v === '' || SECRET_REFERENCE.test(v), {
-    message: `api_key must not hold the key itself: store the key as a tenant secret and write {secret.NAME} (left empty, the secret ${TAVILY_KEY_SECRET} is used)`,
-  });
-
-/** A DSL value or, when absent or null, RAGFlow's default. */
-const withDefault = <T extends z.ZodType>(schema: T, fallback: z.output<T>) => schema.nullish().transform((v) => v ?? fallback);
+const apiKey = credentialParam('api_key', TAVILY_KEY_SECRET);
 const domains = () => withDefault(z.array(z.string()), []);
-const functionShape = {
-  /** Shown to the model; RAGFlow's when empty. */
-  description: z.string().nullish(),
-  function_name: z.string().regex(/^[A-Za-z0-9_-]{1,56}$/, 'must be 1-56 letters, digits, _ or -').nullish(),
-};
 
 const searchParams = z.looseObject({
   api_key: apiKey,
@@ -189,48 +171,35 @@ export function tavilyTools(options: TavilyOptions = {}): [ToolKind<TavilySearch
     {
       name: 'TavilySearch',
       params: searchParams,
+      credentials: [{ param: 'api_key', secret: TAVILY_KEY_SECRET }],
       create: (entry) => searchTool(entry, endpoint),
     },
     {
       name: 'TavilyExtract',
       params: extractParams,
+      credentials: [{ param: 'api_key', secret: TAVILY_KEY_SECRET }],
       create: (entry) => extractTool(entry, endpoint),
     },
   ];
 }
 
 interface TavilyEndpoint {
-  post(tool: string, path: '/search' | '/extract', key: string, body: unknown, timeoutMs: number, signal: AbortSignal): Promise<unknown>;
+  post(tool: string, path: '/search' | '/extract', key: string, body: unknown, timeoutMs: number, ctx: ToolContext): Promise<unknown>;
 }
 
-/**
- * The operator chose the base URL, so its host is let through the SSRF guard whatever it
- * resolves to (a proxy in a VPC, a local stand-in); the connection still goes to the address
- * the guard resolved, and a redirect elsewhere is judged like any tenant URL.
- */
 function tavilyEndpoint(baseUrl: string): TavilyEndpoint {
-  const base = new URL(baseUrl.replace(/\/+$/, ''));
-  const host = base.hostname.startsWith('[') ? base.hostname.slice(1, -1) : base.hostname;
-  const guard = new SsrfGuard({ allow: [host] });
-  const prefix = base.href.replace(/\/+$/, '');
+  const { prefix, guard } = serviceEndpoint(baseUrl);
   return {
-    async post(tool, path, key, body, timeoutMs, signal) {
-      const res = await outboundRequest({
+    async post(tool, path, key, body, timeoutMs, ctx) {
+      const res = await requestService(tool, ctx, {
         url: `${prefix}${path}`,
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json', authorization: `Bearer ${key}` },
         body: JSON.stringify(body),
         timeoutMs,
-        maxResponseBytes: MAX_RESPONSE_BYTES,
         guard,
-        signal,
       });
-      if (res.status < 200 || res.status > 299) throw toolHttpError(tool, res.status, errorDetail(res.body));
-      try {
-        return JSON.parse(res.body) as unknown;
-      } catch (cause) {
-        throw new ToolError(`tool "${tool}": Tavily answered ${res.status} with a body that is not JSON`, { cause });
-      }
+      return serviceJson(tool, 'Tavily', res);
     },
   };
 }
@@ -244,8 +213,8 @@ function searchTool(entry: ToolEntry<TavilySearchParams>, endpoint: TavilyEndpoi
     parameters: SEARCH_PARAMETERS,
     timeoutMs: TAVILY_SEARCH_TIMEOUT_MS,
     async invoke(args, ctx): Promise<ToolResult> {
-      const a = parseArgs(name, searchArgs, args);
-      const key = await resolveKey(name, p.api_key, ctx);
+      const a = parseToolArgs(name, searchArgs, args);
+      const key = await tavilyKey(name, p.api_key, ctx);
       const body = {
         query: a.query,
         search_depth: p.search_depth,
@@ -260,7 +229,7 @@ function searchTool(entry: ToolEntry<TavilySearchParams>, endpoint: TavilyEndpoi
         include_domains: a.include_domains ?? p.include_domains,
         exclude_domains: a.exclude_domains ?? p.exclude_domains,
       };
-      const answer = parseAnswer(name, searchAnswer, await endpoint.post(name, '/search', key, body, TAVILY_SEARCH_TIMEOUT_MS, ctx.signal));
+      const answer = parseServiceAnswer(name, 'Tavily', searchAnswer, await endpoint.post(name, '/search', key, body, TAVILY_SEARCH_TIMEOUT_MS, ctx));
       const { chunks, docs } = webChunks(answer.results);
       if (chunks.length === 0) return { kind: 'result', content: TAVILY_NOTHING_FOUND };
       return { kind: 'result', content: formatChunks(chunks), references: { chunks: chunks.map(chunkReference), doc_aggs: docs } };
@@ -277,44 +246,20 @@ function extractTool(entry: ToolEntry<TavilyExtractParams>, endpoint: TavilyEndp
     parameters: EXTRACT_PARAMETERS,
     timeoutMs: TAVILY_EXTRACT_TIMEOUT_MS,
     async invoke(args, ctx): Promise<ToolResult> {
-      const a = parseArgs(name, extractArgs, args);
+      const a = parseToolArgs(name, extractArgs, args);
       const urls = a.urls && a.urls.length > 0 ? a.urls : p.urls;
       if (urls.length === 0) throw new ToolError(`tool "${name}": the argument "urls" must name at least one URL`);
-      const key = await resolveKey(name, p.api_key, ctx);
+      const key = await tavilyKey(name, p.api_key, ctx);
       const body = { urls, extract_depth: a.extract_depth ?? p.extract_depth, format: a.format ?? p.format, include_images: false };
-      const answer = parseAnswer(name, extractAnswer, await endpoint.post(name, '/extract', key, body, TAVILY_EXTRACT_TIMEOUT_MS, ctx.signal));
+      const answer = parseServiceAnswer(name, 'Tavily', extractAnswer, await endpoint.post(name, '/extract', key, body, TAVILY_EXTRACT_TIMEOUT_MS, ctx));
       return { kind: 'result', content: JSON.stringify(answer.results) };
     },
   };
 }
 
-/**
- * The key for one call: the secret the entry names, else the tenant's `TAVILY_API_KEY`. A
- * missing secret is permanent: the model is told, and the message says which secret to set.
- */
-async function resolveKey(tool: string, apiKeyParam: string, ctx: ToolContext): Promise<string> {
-  const named = SECRET_REFERENCE.exec(apiKeyParam)?.[1];
-  const secretName = named ?? TAVILY_KEY_SECRET;
-  const value = (await ctx.services.secret?.(secretName))?.trim();
-  if (value) return value;
-  throw new ToolError(
-    named
-      ? `tool "${tool}": Tavily is not configured: the secret ${secretName} named by api_key is not set for this tenant`
-      : `tool "${tool}": Tavily is not configured: set the tenant secret ${TAVILY_KEY_SECRET} to a Tavily API key, or write {secret.NAME} in api_key`,
-  );
-}
-
-function parseArgs<T extends z.ZodType>(tool: string, schema: T, args: Record<string, unknown>): z.output<T> {
-  const parsed = schema.safeParse(args);
-  if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`);
-  throw new ToolError(`tool "${tool}": invalid arguments: ${problems.join('; ')}`);
-}
-
-function parseAnswer<T extends z.ZodType>(tool: string, schema: T, body: unknown): z.output<T> {
-  const parsed = schema.safeParse(body);
-  if (parsed.success) return parsed.data;
-  throw new ToolError(`tool "${tool}": Tavily answered with an unexpected body (${parsed.error.issues[0]?.message ?? 'invalid'})`);
+/** The key for one call: the secret `api_key` names, else the tenant's `TAVILY_API_KEY`. */
+async function tavilyKey(tool: string, value: string, ctx: ToolContext): Promise<string> {
+  return (await resolveCredential(tool, 'Tavily', { name: 'api_key', value, defaultSecret: TAVILY_KEY_SECRET }, ctx)) as string;
 }
 
 /** RAGFlow's `_retrieve_chunks`: one chunk and one document per result with text, its id from the URL. */
@@ -342,15 +287,4 @@ function hashStr2Int(line: string): string {
 
 function splitUrls(text: string): string[] {
   return text.split(',').map((u) => u.trim()).filter(Boolean);
-}
-
-/** Tavily's error text (`{"detail": {"error": "..."}}`), short; never the request. */
-function errorDetail(body: string): string | undefined {
-  try {
-    const parsed = JSON.parse(body) as { detail?: { error?: unknown } | string };
-    const detail = typeof parsed.detail === 'string' ? parsed.detail : parsed.detail?.error;
-    return typeof detail === 'string' ? detail.slice(0, 200) : undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -20,6 +20,7 @@ import type { TokenUsage } from '../canvas/component';
 import type { ReferenceChunk, ReferenceDocument } from '../canvas/run-references';
 import type { RunKnowledge } from '../knowledge/types';
 import type { ModelResolver } from '../llm/models';
+import type { RunMcp } from '../mcp/types';
 import type { SsrfGuard } from '../outbound/ssrf';
 import type { ToolError, ToolTransientError } from './errors';
 
@@ -73,6 +74,8 @@ export interface ToolServices {
   readonly secret?: (name: string) => string | undefined | Promise<string | undefined>;
   /** The run's tenant's knowledge bases (lib/knowledge), for retrieval tools. */
   readonly knowledge?: RunKnowledge;
+  /** The run's tenant's MCP servers (lib/mcp). */
+  readonly mcp?: RunMcp;
 }
 
 /** What a tool sees of the run during one call. Small on purpose. */
@@ -89,6 +92,12 @@ export interface ToolContext {
   readonly ordinal: number;
   /** Ordinals of the sub-Agent calls this call is nested in; empty for the Agent's own calls. */
   readonly path: readonly number[];
+  /**
+   * Resolves after `ms` on the registry's timer (tests fire it by hand) and rejects when the
+   * call ends first (its timeout, the turn's cancel): the backoff between retries. `callTool`
+   * provides it; a host that calls a tool directly may leave it out.
+   */
+  wait?(ms: number): Promise<void>;
   /** Counts model tokens towards the turn, for tools that call a model. */
   recordUsage(usage: TokenUsage): void;
   /**

@@ -26,7 +26,7 @@ export interface WebPage {
   score?: number;
 }
 
-export type TavilyScripted = { kind: 'status'; status: number; body: string } | { kind: 'stall' };
+export type TavilyScripted = { kind: 'status'; status: number; body: string; headers?: Record<string, string> } | { kind: 'stall' };
 
 export interface TavilyRequest {
   method: string;
@@ -89,7 +89,7 @@ export class TavilyServer {
       this.#stalled.push(res);
       return;
     }
-    if (scripted) return send(res, scripted.status, scripted.body);
+    if (scripted) return send(res, scripted.status, scripted.body, scripted.headers);
 
     if (req.headers.authorization !== `Bearer ${this.key}`) {
       return send(res, 401, JSON.stringify({ detail: { error: 'Unauthorized: missing or invalid API key.' } }));
@@ -130,7 +130,7 @@ function wordsOf(text: string): string[] {
   return text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 2);
 }
 
-function send(res: ServerResponse, status: number, body: string): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
+function send(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(body);
 }

@@ -42,3 +42,18 @@ export function deferred<T = void>() {
   });
   return { promise, resolve };
 }
+
+/**
+ * A timer that fires at once every wait of at most `upToMs` (a retry's backoff) and never a
+ * longer one (a call's timeout): retries run without waiting, and `waits` says what was asked.
+ */
+export function skippingTimer(upToMs = 5_000) {
+  const waits: number[] = [];
+  const timer: ToolTimer = (ms, fire) => {
+    if (ms > upToMs) return () => {};
+    waits.push(ms);
+    const handle = setImmediate(fire);
+    return () => clearImmediate(handle);
+  };
+  return { timer, waits };
+}

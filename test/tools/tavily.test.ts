@@ -31,7 +31,7 @@ import { graph } from '../helpers/dsl-builder';
 import { testServices } from '../helpers/services';
 import { TAVILY_TEST_KEY, TavilyServer, type WebPage } from '../helpers/tavily-server';
 import { OpenAiServer } from '../llm/openai-server';
-import { manualTimer } from './support';
+import { manualTimer, skippingTimer } from './support';
 
 const PAGES: WebPage[] = [
   { url: 'https://bridges.example.org/harbour-bridge', title: 'Harbour Bridge history', content: 'The harbour bridge opened in 1932 and carries eight lanes.', score: 0.93 },
@@ -161,7 +161,7 @@ describe('the Tavily key', () => {
     expect(fallback.kind).toBe('error');
     expect(fallback.kind === 'error' && fallback.error).toBeInstanceOf(ToolError);
     expect(fallback.kind === 'error' && fallback.error.message).toBe(
-      'tool "tavily_search": Tavily is not configured: set the tenant secret TAVILY_API_KEY to a Tavily API key, or write {secret.NAME} in api_key',
+      'tool "tavily_search": Tavily is not configured: set the tenant secret TAVILY_API_KEY, or write {secret.NAME} in api_key',
     );
     const named = await callTool(extractTool({ api_key: '{secret.MY_KEY}' }), { urls: [PAGES[2]?.url] }, context({ TAVILY_API_KEY: TAVILY_TEST_KEY }), registry());
     expect(named.kind === 'error' && named.error.message).toBe('tool "tavily_extract": Tavily is not configured: the secret MY_KEY named by api_key is not set for this tenant');
@@ -183,7 +183,7 @@ describe('the Tavily key', () => {
       expect.objectContaining({
         component_id: 'Agent:Researcher',
         field: 'obj.params.tools.0.params.api_key',
-        message: expect.stringContaining('store the key as a tenant secret and write {secret.NAME}'),
+        message: expect.stringContaining('must not hold the credential itself: store it as a tenant secret and write {secret.NAME}'),
       }),
     ]);
     expect(JSON.stringify((error as DslValidationError).problems)).not.toContain('tvly-literal-SECRET-value');
@@ -205,10 +205,33 @@ describe('Tavily failures', () => {
     expect(outcome.kind === 'error' && outcome.error.message).toBe('tool "tavily_search": the service answered 401: Unauthorized: missing or invalid API key.');
   });
 
-  it('429 and 5xx fail the turn as transient', async () => {
-    tavily.enqueue({ kind: 'status', status: 429, body: '{"detail": {"error": "rate limit"}}' }, { kind: 'status', status: 502, body: '<html>bad gateway</html>' });
-    await expect(callTool(searchTool(), { query: 'bridge' }, context(), registry())).rejects.toThrow(ToolTransientError);
-    await expect(callTool(extractTool(), { urls: ['https://a.example'] }, context(), registry())).rejects.toThrow(/answered 502/);
+  it('a 429 is retried after the wait Tavily asks for (timer fired by the test), then succeeds', async () => {
+    tavily.enqueue({ kind: 'status', status: 429, body: '{"detail": {"error": "rate limit"}}', headers: { 'retry-after': '2' } });
+    const { timer, armed } = manualTimer();
+    const pending = callTool(searchTool(), { query: 'bridge' }, context(), createToolRegistry([], { timer }));
+    await expect.poll(() => armed.filter((t) => t.ms === 2_000).length).toBe(1);
+    expect(tavily.requests).toHaveLength(1);
+    armed.find((t) => t.ms === 2_000)!.fire();
+    const outcome = await pending;
+    expect(outcome.kind).toBe('result');
+    expect(tavily.requests).toHaveLength(2);
+    expect(tavily.requests[1]!.body).toEqual(tavily.requests[0]!.body);
+  });
+
+  it('429 and 5xx that go on past the retries fail the turn as transient; a 400 is not retried', async () => {
+    const busy = { kind: 'status', status: 503, body: '<html>busy</html>' } as const;
+    tavily.enqueue(busy, busy, busy);
+    const { timer, waits } = skippingTimer();
+    await expect(callTool(searchTool(), { query: 'bridge' }, context(), createToolRegistry([], { timer }))).rejects.toThrow(ToolTransientError);
+    expect(tavily.requests).toHaveLength(3);
+    expect(waits).toEqual([500, 1_000]);
+    tavily.enqueue({ kind: 'status', status: 429, body: '{}', headers: { 'retry-after': '3600' } });
+    await expect(callTool(extractTool(), { urls: ['https://a.example'] }, context(), registry())).rejects.toThrow(/answered 429/);
+    expect(tavily.requests).toHaveLength(4);
+    tavily.enqueue({ kind: 'status', status: 400, body: '{"detail": {"error": "bad query"}}' });
+    const refused = await callTool(searchTool(), { query: 'bridge' }, context(), registry());
+    expect(refused.kind === 'error' && refused.error.message).toMatch(/answered 400: bad query/);
+    expect(tavily.requests).toHaveLength(5);
   });
 
   it('a body that is not Tavily’s answer is told to the model', async () => {
@@ -281,8 +304,8 @@ const referenceOf = (events: Awaited<ReturnType<typeof turn>>) =>
   (events.find((e) => e.event === 'message_end')?.data as { reference?: { chunks: Record<string, Record<string, unknown>>; doc_aggs: Record<string, unknown> } }).reference;
 
 describe('an Agent with a stock template’s TavilySearch', () => {
-  function run(secrets: Record<string, string>) {
-    const tools = createToolRegistry(kinds());
+  function run(secrets: Record<string, string>, timer = skippingTimer().timer) {
+    const tools = createToolRegistry(kinds(), { timer });
     const services = { ...testServices({ openaiUrl: model.url, secrets }), tools };
     // the built-in Agent loads the entry; the run's registry talks to the local server
     return canvasFor(agentDsl([STOCK_SEARCH]), { services }, withComponents(createAgent(tools)));
@@ -320,7 +343,8 @@ describe('an Agent with a stock template’s TavilySearch', () => {
     expect(model.requests.at(-1)?.body.messages.at(-1)?.content).toMatch(/Tavily is not configured: set the tenant secret TAVILY_API_KEY/);
     expect(tavily.requests).toHaveLength(0);
 
-    tavily.enqueue({ kind: 'status', status: 500, body: '{}' });
+    const busy = { kind: 'status', status: 500, body: '{}' } as const;
+    tavily.enqueue(busy, busy, busy);
     model.enqueue({ kind: 'tools', calls: [{ name: 'tavily_search_0', arguments: { query: 'bridge' } }] });
     const before = model.calls;
     const error = await turn(run({ TAVILY_API_KEY: TAVILY_TEST_KEY }), { query: 'bridge?' }).catch((e: unknown) => e);
