@@ -26,11 +26,20 @@ import type { ToolError, ToolTransientError } from './errors';
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
-/** The tool did its work; `content` goes back to the model, `data` is for the run (traces, references). */
+/**
+ * The tool did its work. `content` goes back to the model (RAGFlow's `formalized_content`);
+ * `data` is the structured answer (RAGFlow's `json` output: the results as parsed), kept in
+ * the call's record and, for a tool placed on the canvas, its `json` output.
+ */
 export interface ToolResult {
   kind: 'result';
   content: string;
   data?: unknown;
+  /**
+   * The tool's outputs when it is placed on the canvas, in RAGFlow's names, for tools whose
+   * outputs are not `formalized_content` and `json` (Email's `success`).
+   */
+  outputs?: Record<string, unknown>;
   /**
    * What the result was found in (retrieved chunks and their documents): the Agent adds them
    * to the pass's references (lib/canvas/run-references), which `message_end` carries.
