@@ -11,12 +11,13 @@
  * retrieve join the pass's references; with `cite` (on by default) it is asked to cite them.
  */
 import { z } from 'zod';
-import { type ComponentContext, type ComponentDefinition, defineComponent } from '../canvas/component';
+import { type ComponentContext, type ComponentDefinition, type ComponentRegistry, defineComponent } from '../canvas/component';
 import { isRecord } from '../canvas/references';
 import { TextStream } from '../canvas/text-stream';
 import type { ChatMessage, ChatModel, ChatOptions, ToolCall, ToolSpec } from '../llm/types';
 import { callTool } from '../tools/call';
 import { ToolSuspendedError, ToolUnavailableError } from '../tools/errors';
+import { refusalOf } from '../tools/refused';
 import { builtinTools, type ToolEntry, type ToolRegistry } from '../tools/registry';
 import { subAgentTool } from '../tools/sub-agent';
 import type { Tool, ToolContext, ToolServices } from '../tools/types';
@@ -78,10 +79,7 @@ function agentParamsFor(tools: ToolRegistry): z.ZodType<AgentParams> {
       .transform((t) => t ?? [])
       .superRefine((entries, issue) => {
         const unsupported = [...new Set(entries.map((t) => t.component_name).filter((n) => !known.includes(n)))];
-        if (unsupported.length > 0) {
-          const supported = tools.kinds.length === 0 ? 'only sub-Agents are supported as tools' : `supported: ${known.join(', ')}`;
-          issue.addIssue({ code: 'custom', message: `unsupported tool kinds: ${unsupported.join(', ')} (${supported})` });
-        }
+        if (unsupported.length > 0) issue.addIssue({ code: 'custom', message: unsupportedToolsMessage(unsupported, known, tools.kinds.length === 0) });
       })
       .transform((entries, issue) =>
         entries.map((entry, i): AgentToolEntry => {
@@ -99,6 +97,17 @@ function agentParamsFor(tools: ToolRegistry): z.ZodType<AgentParams> {
   return self;
 }
 
+/** Names the kinds, says why Easel refuses those RAGFlow has, and how to import without them. */
+function unsupportedToolsMessage(unsupported: readonly string[], known: readonly string[], subAgentsOnly: boolean): string {
+  const supported = subAgentsOnly ? 'only sub-Agents are supported as tools' : `supported: ${known.join(', ')}`;
+  const reasons = unsupported.flatMap((kind) => {
+    const reason = refusalOf(kind);
+    return reason ? [` ${kind}: ${reason}.`] : [];
+  });
+  const hint = reasons.length > 0 ? ' An import with drop_unsupported_tools leaves them out and reports what it dropped.' : '';
+  return `unsupported tool kinds: ${unsupported.join(', ')} (${supported}).${reasons.join('')}${hint}`;
+}
+
 function isSubAgent(entry: AgentToolEntry): entry is AgentToolEntry & ToolEntry<AgentParams> {
   return entry.component_name === SUB_AGENT_KIND;
 }
@@ -108,7 +117,7 @@ function isSubAgent(entry: AgentToolEntry): entry is AgentToolEntry & ToolEntry<
  * run calls them through the registry in its services (`services({ tools })`), else this one.
  */
 export function createAgent(tools: ToolRegistry = builtinTools): ComponentDefinition<AgentParams> {
-  return defineComponent({
+  const definition = defineComponent({
     name: 'Agent',
     external: true,
     params: agentParamsFor(tools),
@@ -123,6 +132,21 @@ export function createAgent(tools: ToolRegistry = builtinTools): ComponentDefini
     },
     invoke: (p, ctx) => invokeAgent(p, ctx, toolsOf(ctx) ?? tools),
   });
+  loaderTools.set(definition, tools);
+  return definition;
+}
+
+/** The tool registry each Agent definition loads entries with. */
+const loaderTools = new WeakMap<ComponentDefinition<any>, ToolRegistry>();
+
+/**
+ * The tool kinds a component registry's Agent accepts (its loader's registry): what an import
+ * checks tool entries and their credentials against. Undefined when the Agent is not one of
+ * `createAgent`'s.
+ */
+export function agentToolRegistry(components: ComponentRegistry): ToolRegistry | undefined {
+  const definition = components.get(SUB_AGENT_KIND);
+  return definition ? loaderTools.get(definition) : undefined;
 }
 
 export const agent = createAgent();

@@ -5,6 +5,7 @@
  * definition under the same name (`withComponents`), which replaces the refusal.
  */
 import { refusedComponent } from '../canvas/component';
+import { REFUSED_TOOLS } from '../tools/refused';
 
 const DOCUMENTS = 'it renders document files (PDF, DOCX, HTML) into file storage, which Easel does not provide';
 
@@ -15,4 +16,6 @@ export const refusedComponents = [
   refusedComponent('PDFGenerator', DOCUMENTS),
   refusedComponent('DocsGenerator', DOCUMENTS),
   refusedComponent('ExcelProcessor', 'it reads and writes spreadsheet files (Excel, CSV), which Easel does not provide'),
+  // RAGFlow's tools may sit on the canvas too; those Easel does not offer are refused there as well
+  ...Object.entries(REFUSED_TOOLS).map(([name, reason]) => refusedComponent(name, reason)),
 ];

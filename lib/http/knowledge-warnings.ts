@@ -8,11 +8,23 @@
 import { knowledgeRefsByComponent } from '../knowledge/dsl-refs';
 import type { AppDeps } from './app';
 
+/**
+ * What an import stored but may not work as written, or changed on the way in (lib/http/
+ * dsl-import.ts): knowledge bases the tenant does not have, tool entries left out, credentials
+ * moved into the tenant's secrets, secrets a tool needs that are not set.
+ */
 export interface ImportWarning {
-  code: 'unknown_knowledge_base';
+  code: 'unknown_knowledge_base' | 'tool_dropped' | 'credential_moved' | 'credential_unset';
   component_id: string;
-  ids: string[];
   message: string;
+  /** unknown_knowledge_base: the ids or names. */
+  ids?: string[];
+  /** Where in the component (`obj.params.tools.0.params.api_key`). */
+  field?: string;
+  /** The tool kind. */
+  kind?: string;
+  /** The tenant secret the DSL now names. */
+  secret?: string;
 }
 
 export async function knowledgeWarnings(deps: AppDeps, tenant: string, dsl: unknown): Promise<ImportWarning[]> {

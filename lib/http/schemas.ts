@@ -15,6 +15,10 @@ export const ErrorSchema = z
 /** Text, or one text per language as RAGFlow's template files carry it (`{en, zh, ...}`). */
 const Localized = (max: number) => z.union([z.string().max(max), z.record(z.string(), z.string().max(max))]);
 
+const DropUnsupportedTools = z.boolean().default(false).openapi({
+  description: 'Leave out Agent tool entries of kinds Easel does not offer (Bing, DuckDuckGo, CodeExec, ...) instead of refusing the DSL; each one left out is reported in `warnings`',
+});
+
 export const CreateWorkflow = z
   .object({
     name: z.string().min(1).max(200).optional().openapi({ description: 'Required unless `title` is given' }),
@@ -23,6 +27,7 @@ export const CreateWorkflow = z
     canvas_type: z.string().max(64).nullish().openapi({ description: "RAGFlow's canvas type (a template's shelf, e.g. \"Customer Support\")" }),
     canvas_category: z.enum(['agent_canvas', 'dataflow_canvas']).optional(),
     dsl: z.record(z.string(), z.unknown()).openapi({ description: 'A RAGFlow canvas DSL: {components, globals, ...}' }),
+    drop_unsupported_tools: DropUnsupportedTools,
   })
   .openapi('CreateWorkflow', { description: '`{name, description?, dsl}`, or a RAGFlow template file as it ships: `{id, title: {en, ...}, description: {en, ...}, canvas_type, dsl}`' });
 
@@ -43,7 +48,7 @@ export const Workflow = z
   .openapi('Workflow');
 
 export const CreateVersion = z
-  .object({ dsl: z.record(z.string(), z.unknown()), activate: z.boolean().default(true) })
+  .object({ dsl: z.record(z.string(), z.unknown()), activate: z.boolean().default(true), drop_unsupported_tools: DropUnsupportedTools })
   .openapi('CreateVersion');
 
 export const RunInput = z

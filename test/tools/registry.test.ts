@@ -83,13 +83,13 @@ describe('Agent built on a registry', () => {
       expect.objectContaining({
         component_id: 'Agent:A',
         field: 'obj.params.tools.0.params.tools',
-        message: 'unsupported tool kinds: TavilySearch (supported: Agent, Lookup)',
+        message: 'unsupported tool kinds: TavilySearch (supported: Agent, Lookup).',
       }),
     ]);
   });
 
   it('the built-in Agent does not know the kind', () => {
     const problems = problemsOf(agentDsl([{ component_name: 'Lookup', name: 'capitals', params: { table: 'capitals' } }]));
-    expect(problems).toEqual([expect.objectContaining({ message: 'unsupported tool kinds: Lookup (supported: Agent, Retrieval, TavilySearch, TavilyExtract)' })]);
+    expect(problems).toEqual([expect.objectContaining({ message: 'unsupported tool kinds: Lookup (supported: Agent, Retrieval, TavilySearch, TavilyExtract).' })]);
   });
 });

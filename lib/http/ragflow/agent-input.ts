@@ -18,7 +18,8 @@ const MAX_DESCRIPTION = 2000;
 const MAX_CANVAS_TYPE = 64;
 
 /** The DSL sent, parsed and compiled; refused in RAGFlow's words, or with every problem Easel finds. */
-export function parseDsl(dsl: unknown, registry: ComponentRegistry, maxComponents: number): Record<string, unknown> {
+/** The DSL sent (an object, or its JSON text), not yet compiled. */
+export function readDsl(dsl: unknown): Record<string, unknown> {
   let value = dsl;
   if (typeof value === 'string') {
     try {
@@ -28,6 +29,11 @@ export function parseDsl(dsl: unknown, registry: ComponentRegistry, maxComponent
     }
   }
   if (!isRecord(value)) throw new RagflowError(RAGFLOW.argument, 'DSL must be a JSON object.', false);
+  return value;
+}
+
+/** Compiles a DSL, its problems as RAGFlow's argument error. */
+export function compileDsl(value: Record<string, unknown>, registry: ComponentRegistry, maxComponents: number): void {
   try {
     compileWorkflow(value, registry, { maxComponents });
   } catch (error) {
@@ -35,7 +41,18 @@ export function parseDsl(dsl: unknown, registry: ComponentRegistry, maxComponent
     const detail = problems?.map((p) => [p.component_id, p.field].filter(Boolean).join('.') + `: ${p.message}`).join('; ');
     throw new RagflowError(RAGFLOW.argument, `Invalid DSL: ${detail ?? (error as Error).message}`, false);
   }
-  return value;
+}
+
+/**
+ * `drop_unsupported_tools`, in the body or the query (`?drop_unsupported_tools=true`): RAGFlow
+ * has no such field, so its clients never send it.
+ */
+export function dropUnsupportedToolsOf(req: Record<string, unknown>, query: string | undefined): boolean {
+  const value = req.drop_unsupported_tools ?? query;
+  if (value === undefined || value === null) return false;
+  if (value === true || value === 'true' || value === '1') return true;
+  if (value === false || value === 'false' || value === '0') return false;
+  throw new RagflowError(RAGFLOW.argument, 'drop_unsupported_tools must be true or false.', false);
 }
 
 /** The title sent (trimmed; a template's English one), or undefined when none was. */

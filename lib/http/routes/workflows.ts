@@ -21,6 +21,7 @@ import { addImportedVersion, createImportedWorkflow } from '../../webhooks/impor
 import type { App, AppDeps } from '../app';
 import { type Principal, requireAdmin, requireWorkflow } from '../auth';
 import { HttpError } from '../errors';
+import { prepareImport } from '../dsl-import';
 import { knowledgeWarnings } from '../knowledge-warnings';
 import { decodeCursor, encodeCursor } from '../cursor';
 import { CreateVersion, CreateWorkflow, Cursor, ErrorSchema, Limit, Page, Workflow, WORKFLOW_ID } from '../schemas';
@@ -30,8 +31,18 @@ const json = <S extends z.ZodType>(schema: S, description: string) => ({ descrip
 const errors = { 400: json(ErrorSchema, 'invalid request or DSL'), 404: json(ErrorSchema, 'not found') };
 const IdParam = z.object({ id: WORKFLOW_ID });
 const Warnings = z
-  .array(z.object({ code: z.literal('unknown_knowledge_base'), component_id: z.string(), ids: z.array(z.string()), message: z.string() }))
-  .openapi('ImportWarnings', { description: 'What the import stored but may not work as written: knowledge bases its Retrieval components and tools name that this tenant does not have' });
+  .array(z.object({
+    code: z.enum(['unknown_knowledge_base', 'tool_dropped', 'credential_moved', 'credential_unset']),
+    component_id: z.string(),
+    message: z.string(),
+    ids: z.array(z.string()).optional(),
+    field: z.string().optional(),
+    kind: z.string().optional(),
+    secret: z.string().optional(),
+  }))
+  .openapi('ImportWarnings', {
+    description: 'What the import changed or stored but may not work as written: knowledge bases the tenant does not have (unknown_knowledge_base), tool entries left out by drop_unsupported_tools (tool_dropped), credentials moved into the tenant’s secrets (credential_moved), secrets a tool names that are not set (credential_unset)',
+  });
 
 export function workflowView(w: StoredWorkflow) {
   return {
@@ -72,7 +83,11 @@ export function registerWorkflowRoutes(app: App, deps: AppDeps): void {
       const template = templateFields(body);
       const name = body.name ?? template.title;
       if (!name) throw new HttpError('invalid_request', 'name is required (or the title of a RAGFlow template file)', { field: 'name' });
-      compileWorkflow(body.dsl, registry, { maxComponents: deps.maxDslNodes ?? 500 });
+      const prepared = await prepareImport(deps, principal.tenant, body.dsl, {
+        dropUnsupportedTools: body.drop_unsupported_tools,
+        compile: (dsl) => compileWorkflow(dsl, registry, { maxComponents: deps.maxDslNodes ?? 500 }),
+      });
+      await prepared.commit();
       const created = await createImportedWorkflow(deps, {
         tenant: principal.tenant,
         id: `wf_${randomBytes(8).toString('hex')}`,
@@ -80,9 +95,10 @@ export function registerWorkflowRoutes(app: App, deps: AppDeps): void {
         ...(template.description ? { description: template.description } : {}),
         canvasType: body.canvas_type ?? null,
         ...(body.canvas_category ? { canvasCategory: body.canvas_category } : {}),
-        dsl: body.dsl,
+        dsl: prepared.dsl,
       });
-      return c.json({ ...(await view(principal, created)), warnings: await knowledgeWarnings(deps, principal.tenant, body.dsl) }, 201);
+      const warnings = [...prepared.warnings, ...(await knowledgeWarnings(deps, principal.tenant, prepared.dsl))];
+      return c.json({ ...(await view(principal, created)), warnings }, 201);
     },
   );
 
@@ -129,10 +145,15 @@ export function registerWorkflowRoutes(app: App, deps: AppDeps): void {
       const { id } = c.req.valid('param');
       const body = c.req.valid('json');
       await live(principal.tenant, id);
-      compileWorkflow(body.dsl, registry, { maxComponents: deps.maxDslNodes ?? 500 });
-      const version = await addImportedVersion(deps, principal.tenant, id, body.dsl, body.activate);
+      const prepared = await prepareImport(deps, principal.tenant, body.dsl, {
+        dropUnsupportedTools: body.drop_unsupported_tools,
+        compile: (dsl) => compileWorkflow(dsl, registry, { maxComponents: deps.maxDslNodes ?? 500 }),
+      });
+      await prepared.commit();
+      const version = await addImportedVersion(deps, principal.tenant, id, prepared.dsl, body.activate);
       const after = await getWorkflow(store, principal.tenant, id);
-      return c.json({ version, active_version: after.activeVersion, warnings: await knowledgeWarnings(deps, principal.tenant, body.dsl) }, 201);
+      const warnings = [...prepared.warnings, ...(await knowledgeWarnings(deps, principal.tenant, prepared.dsl))];
+      return c.json({ version, active_version: after.activeVersion, warnings }, 201);
     },
   );
 
