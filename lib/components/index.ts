@@ -21,6 +21,8 @@ import { message } from './message';
 import { refusedComponents } from './refused';
 import { retrieval } from './retrieval';
 import { stringTransform } from './string-transform';
+import { toolComponent } from './tool-component';
+import { builtinToolKinds } from '../tools/registry';
 import { switchComponent } from './switch';
 import { userFillUp } from './user-fill-up';
 import { variableAggregator } from './variable-aggregator';
@@ -47,6 +49,8 @@ export const coreComponents: readonly ComponentDefinition<any>[] = [
   listOperations,
   ...refusedComponents,
   stringTransform,
+  // the built-in tools may sit on the canvas too (Retrieval has its own component)
+  ...builtinToolKinds.filter((kind) => kind.name !== 'Retrieval').map((kind) => toolComponent(kind)),
 ];
 
 export const builtinComponents: ComponentRegistry = createRegistry(...coreComponents);

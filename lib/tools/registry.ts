@@ -46,6 +46,11 @@ export interface ToolKind<P = unknown> {
    * `secret` (or a name derived from it) and replaced by its reference.
    */
   readonly credentials?: readonly ToolCredential[];
+  /**
+   * The function's arguments a tool placed on the canvas takes when its params leave them out
+   * (RAGFlow's `meta.parameters[*].default`, e.g. `query: "{sys.query}"`).
+   */
+  readonly canvasDefaults?: Readonly<Record<string, unknown>>;
 }
 
 /** A credential param of a tool kind and the tenant secret it means when left empty. */

@@ -172,6 +172,7 @@ export function tavilyTools(options: TavilyOptions = {}): [ToolKind<TavilySearch
       name: 'TavilySearch',
       params: searchParams,
       credentials: [{ param: 'api_key', secret: TAVILY_KEY_SECRET }],
+      canvasDefaults: { query: '{sys.query}' },
       create: (entry) => searchTool(entry, endpoint),
     },
     {

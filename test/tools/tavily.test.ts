@@ -355,6 +355,41 @@ describe('an Agent with a stock template’s TavilySearch', () => {
   });
 });
 
+describe('TavilySearch on the canvas', () => {
+  const dsl = (params: Record<string, unknown>) => graph({
+    begin: ['Begin', { mode: 'conversational' }, ['TavilySearch:Web']],
+    'TavilySearch:Web': ['TavilySearch', params, ['Message:Out']],
+    'Message:Out': ['Message', { content: ['{TavilySearch:Web@formalized_content}'] }],
+  });
+  const run = (params: Record<string, unknown>, secrets: Record<string, string> = { TAVILY_API_KEY: TAVILY_TEST_KEY }) => {
+    const tools = createToolRegistry(kinds(), { timer: skippingTimer().timer });
+    return canvasFor(dsl(params), { services: { ...testServices({ secrets }), tools } });
+  };
+
+  it('searches the user’s query by default (RAGFlow’s meta default) and outputs formalized_content and json', async () => {
+    const events = await turn(run({ max_results: 2 }), { query: 'oslo weather' });
+    expect(tavily.requests.map((r) => [r.path, r.body.query, r.body.max_results])).toEqual([['/search', 'oslo weather', 2]]);
+    const [text] = messages(events);
+    expect(text).toContain('Cold and sunny in Oslo.');
+    expect(text).toMatch(/ID: \d+/);
+    const end = events.find((e) => e.event === 'message_end');
+    expect(Object.values((end?.data as any).reference.doc_aggs).map((d: any) => d.doc_name)).toEqual(['Oslo weather']);
+  });
+
+  it('takes the query from a reference or text in its params, and its params are checked at load', async () => {
+    await turn(run({ query: 'news about {sys.query}' }), { query: 'bridge' });
+    expect(tavily.requests.at(-1)?.body.query).toBe('news about bridge');
+    expect(() => compileWorkflow(dsl({ topic: 'sports' }), builtinComponents)).toThrow(DslValidationError);
+    expect(() => compileWorkflow(dsl({ api_key: 'tvly-literal-SECRET-value' }), builtinComponents)).toThrow(/must not hold the credential itself/);
+  });
+
+  it('without a key fails as the component’s error, saying which secret to set', async () => {
+    const events = await turn(run({}, {}), { query: 'bridge' });
+    expect(events.at(-1)).toMatchObject({ event: 'workflow_failed', data: { error: { code: 'component_error', component_id: 'TavilySearch:Web', message: expect.stringContaining('set the tenant secret TAVILY_API_KEY') } } });
+    expect(tavily.requests).toHaveLength(0);
+  });
+});
+
 describe('the runtime', () => {
   it('hands each tenant’s runs the Tavily tools at EASEL_TOOL_TAVILY_BASE_URL, the key from that tenant’s secrets', async () => {
     const config = readConfig({ EASEL_TOOL_TAVILY_BASE_URL: tavily.url });
