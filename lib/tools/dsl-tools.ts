@@ -43,6 +43,8 @@ export interface CredentialPlan {
   /** The DSL with placeholders and empty credentials as references; values still in place. */
   dsl: Record<string, unknown>;
   credentials: FoundCredential[];
+  /** The value a `value` credential holds. */
+  valueOf(credential: FoundCredential): string | undefined;
   /**
    * Replaces each value with `{secret.NAME}`, `NAME` chosen per value by `nameFor` (the same
    * value gets the same name); every other copy of the value in the DSL is replaced too.
@@ -133,6 +135,10 @@ export function extractCredentials(dsl: Record<string, unknown>, credentialsOf: 
   return {
     dsl: copy,
     credentials: found,
+    valueOf: (credential) => {
+      const at = holders.find((h) => h.credential === credential);
+      return at ? String(at.holder[at.param]).trim() : undefined;
+    },
     assign(nameFor) {
       const byValue = new Map<string, string>();
       for (const { holder, param, credential } of holders) {
