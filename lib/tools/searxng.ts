@@ -116,7 +116,9 @@ function searchTool(entry: ToolEntry<SearxngParams>): Tool {
       }
       const answer = parseServiceAnswer(name, 'SearXNG', searxngAnswer, serviceJson(name, 'SearXNG', res));
       const results = answer.results.slice(0, p.top_n);
-      return webSearchResult(results, { nothingFound: SEARXNG_NOTHING_FOUND, data: results });
+      // SearXNG's `score` is not a similarity in [0, 1]: RAGFlow gives every result 1
+      const found = results.map((r) => ({ title: r.title, url: r.url, content: r.content }));
+      return webSearchResult(found, { nothingFound: SEARXNG_NOTHING_FOUND, data: results });
     },
   };
 }
