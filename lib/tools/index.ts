@@ -16,5 +16,9 @@ export {
   type TavilySearchParams,
   tavilyTools,
 } from './tavily';
+export { GITHUB_API_VERSION, GITHUB_BASE_URL, GITHUB_FUNCTION, GITHUB_TOKEN_SECRET, type GitHubOptions, type GitHubParams, githubTool } from './github';
+export { GOOGLE_BASE_URL, GOOGLE_FUNCTION, GOOGLE_KEY_SECRET, type GoogleOptions, type GoogleParams, googleTool } from './google';
+export { SEARXNG_FUNCTION, type SearxngParams, searxngTool } from './searxng';
+export { MAX_WEB_RESULT_CHARS, type WebResult, webChunks, webSearchResult } from './web-results';
 export { SUB_AGENT_TIMEOUT_MS, subAgentTool, type SubAgentHost } from './sub-agent';
 export * from './types';

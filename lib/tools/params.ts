@@ -73,3 +73,13 @@ export function parseServiceAnswer<T extends z.ZodType>(tool: string, service: s
   if (parsed.success) return parsed.data;
   throw new ToolError(`tool "${tool}": ${service} answered with an unexpected body (${parsed.error.issues[0]?.message ?? 'invalid'})`);
 }
+
+/**
+ * A whole number of at least `min`, also written as text (`"6"`, as RAGFlow's forms store some);
+ * `message` names the param as RAGFlow's checks do.
+ */
+export function integerParam(min: number, message: string) {
+  return z
+    .union([z.number(), z.string().trim().regex(/^-?\d+$/, message).transform(Number)], { error: message })
+    .pipe(z.number({ error: message }).int(message).min(min, message));
+}

@@ -18,7 +18,10 @@
  */
 import type { z } from 'zod';
 import type { ToolService } from './service-names';
+import { githubTool } from './github';
+import { googleTool } from './google';
 import { retrievalTool } from './retrieval';
+import { searxngTool } from './searxng';
 import { tavilyTools } from './tavily';
 import type { Tool, ToolOutcome } from './types';
 
@@ -133,7 +136,13 @@ export type ToolBaseUrls = Partial<Record<ToolService, string>>;
 /** The built-in kinds with the operator's settings. */
 export function builtinToolKindsWith(options: { baseUrls?: ToolBaseUrls } = {}): ToolKind<any>[] {
   const base = (service: ToolService) => (options.baseUrls?.[service] ? { baseUrl: options.baseUrls[service] } : {});
-  return [retrievalTool, ...tavilyTools(base('TAVILY'))];
+  return [
+    retrievalTool,
+    ...tavilyTools(base('TAVILY')),
+    googleTool(base('GOOGLE')),
+    searxngTool(),
+    githubTool(base('GITHUB')),
+  ];
 }
 
 export const builtinTools: ToolRegistry = createToolRegistry(builtinToolKinds);

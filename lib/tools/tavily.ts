@@ -17,13 +17,12 @@
  * @example
  *   const tools = createToolRegistry([retrievalTool, ...tavilyTools({ baseUrl: 'https://api.tavily.com' })]);
  */
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { chunkReference, formatChunks } from '../knowledge/format';
 import { ToolError } from './errors';
 import { credentialParam, functionShape, parseServiceAnswer, parseToolArgs, resolveCredential, withDefault } from './params';
 import type { ToolEntry, ToolKind } from './registry';
 import type { Tool, ToolContext, ToolResult } from './types';
+import { webSearchResult } from './web-results';
 import { requestService, serviceEndpoint, serviceJson } from './web-service';
 
 export const TAVILY_BASE_URL = 'https://api.tavily.com';
@@ -37,8 +36,6 @@ export const TAVILY_SEARCH_TIMEOUT_MS = 12_000;
 export const TAVILY_EXTRACT_TIMEOUT_MS = 60_000;
 /** What the model reads when a search finds nothing. */
 export const TAVILY_NOTHING_FOUND = 'Tavily found no web results for this query.';
-/** RAGFlow's cap on one result's text (`content[:10000]`). */
-const MAX_RESULT_CHARS = 10_000;
 
 export const TAVILY_SEARCH_DESCRIPTION = `
 Tavily is a search engine optimized for LLMs, aimed at efficient, quick and persistent search results.
@@ -231,9 +228,8 @@ function searchTool(entry: ToolEntry<TavilySearchParams>, endpoint: TavilyEndpoi
         exclude_domains: a.exclude_domains ?? p.exclude_domains,
       };
       const answer = parseServiceAnswer(name, 'Tavily', searchAnswer, await endpoint.post(name, '/search', key, body, TAVILY_SEARCH_TIMEOUT_MS, ctx));
-      const { chunks, docs } = webChunks(answer.results);
-      if (chunks.length === 0) return { kind: 'result', content: TAVILY_NOTHING_FOUND };
-      return { kind: 'result', content: formatChunks(chunks), references: { chunks: chunks.map(chunkReference), doc_aggs: docs } };
+      const results = answer.results.map((r) => ({ title: r.title, url: r.url, content: r.raw_content || r.content, score: r.score }));
+      return webSearchResult(results, { nothingFound: TAVILY_NOTHING_FOUND });
     },
   };
 }
@@ -261,29 +257,6 @@ function extractTool(entry: ToolEntry<TavilyExtractParams>, endpoint: TavilyEndp
 /** The key for one call: the secret `api_key` names, else the tenant's `TAVILY_API_KEY`. */
 async function tavilyKey(tool: string, value: string, ctx: ToolContext): Promise<string> {
   return (await resolveCredential(tool, 'Tavily', { name: 'api_key', value, defaultSecret: TAVILY_KEY_SECRET }, ctx)) as string;
-}
-
-/** RAGFlow's `_retrieve_chunks`: one chunk and one document per result with text, its id from the URL. */
-function webChunks(results: z.output<typeof searchAnswer>['results']) {
-  const chunks: Record<string, unknown>[] = [];
-  const docs: { doc_name: string; doc_id: string; count: number; url: string }[] = [];
-  const seen = new Set<string>();
-  for (const r of results) {
-    const content = (r.raw_content || r.content || '').replace(/!?\[[a-z]+\]\(data:image\/png;base64,[ 0-9A-Za-z/_=+-]+\)/g, '').slice(0, MAX_RESULT_CHARS);
-    if (!content || seen.has(r.url)) continue;
-    seen.add(r.url);
-    const id = hashStr2Int(r.url);
-    const title = r.title || r.url;
-    chunks.push({ chunk_id: id, content, doc_id: id, docnm_kwd: title, similarity: r.score ?? 1, url: r.url });
-    docs.push({ doc_name: title, doc_id: id, count: 1, url: r.url });
-  }
-  return { chunks, docs };
-}
-
-/** RAGFlow's `hash_str2int(line)`: `int(sha1(line).hexdigest(), 16) % 10**8`, as text. */
-function hashStr2Int(line: string): string {
-  const hex = createHash('sha1').update(line, 'utf8').digest('hex');
-  return String(BigInt(`0x${hex}`) % 100_000_000n);
 }
 
 function splitUrls(text: string): string[] {

@@ -59,7 +59,20 @@ export interface RetryPolicy {
   backoffMs?: number;
   /** A `Retry-After` longer than this is not waited for: the failure stands. @default 5 s */
   maxWaitMs?: number;
+  /**
+   * What a failed answer means when its status alone does not say: GitHub's 403 with
+   * `x-ratelimit-remaining: 0` is a rate limit, SerpApi's 429 for a plan out of searches is
+   * final. @default undefined for every answer: the status decides
+   */
+  classify?: (res: OutboundResponse) => ServiceVerdict | undefined;
 }
+
+/**
+ * A service's own reading of a failed answer. `later`: retried after `waitMs` (else the
+ * backoff) and, still failing, transient; `final`: not retried, told to the model. `detail`
+ * replaces the reason read from the body.
+ */
+export type ServiceVerdict = { kind: 'later'; waitMs?: number; detail?: string } | { kind: 'final'; detail?: string };
 
 export const DEFAULT_SERVICE_RESPONSE_BYTES = 8 * 1024 * 1024;
 /** Statuses worth another attempt: the service is busy or briefly down, the request was fine. */
@@ -90,9 +103,17 @@ export async function requestService(tool: string, ctx: ToolContext, request: Se
         signal: ctx.signal,
       });
       if (res.status >= 200 && res.status <= 299) return res;
-      failure = toolHttpError(tool, res.status, errorDetail(res.body));
-      if (!RETRIED_STATUSES.has(res.status)) throw failure;
-      waitMs = retryAfterMs(res.headers['retry-after']);
+      const verdict = policy.classify?.(res);
+      const answered = toolHttpError(tool, res.status, verdict?.detail ?? errorDetail(res.body));
+      if (verdict?.kind === 'final') throw answered instanceof ToolError ? answered : new ToolError(answered.message);
+      if (verdict?.kind === 'later') {
+        failure = answered instanceof ToolTransientError ? answered : new ToolTransientError(answered.message);
+        waitMs = verdict.waitMs;
+      } else {
+        failure = answered;
+        if (!RETRIED_STATUSES.has(res.status)) throw failure;
+        waitMs = retryAfterMs(res.headers['retry-after']);
+      }
     } catch (error) {
       if (!(error instanceof OutboundError) || !error.transient || ctx.signal.aborted) throw error;
       failure = new ToolTransientError(`tool "${tool}": ${error.message}`, { cause: error });

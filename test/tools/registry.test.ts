@@ -49,8 +49,8 @@ describe('tool registry', () => {
     expect(() => createToolRegistry([{ ...lookup, name: 'Agent' } as ToolKind])).toThrow(/sub-Agents/);
   });
 
-  it('ships Retrieval and Tavily besides sub-Agents', () => {
-    expect(builtinTools.kinds).toEqual(['Retrieval', 'TavilySearch', 'TavilyExtract']);
+  it('ships Retrieval and the web search tools besides sub-Agents', () => {
+    expect(builtinTools.kinds).toEqual(['Retrieval', 'TavilySearch', 'TavilyExtract', 'Google', 'SearXNG', 'GitHub']);
   });
 });
 
@@ -90,6 +90,6 @@ describe('Agent built on a registry', () => {
 
   it('the built-in Agent does not know the kind', () => {
     const problems = problemsOf(agentDsl([{ component_name: 'Lookup', name: 'capitals', params: { table: 'capitals' } }]));
-    expect(problems).toEqual([expect.objectContaining({ message: 'unsupported tool kinds: Lookup (supported: Agent, Retrieval, TavilySearch, TavilyExtract).' })]);
+    expect(problems).toEqual([expect.objectContaining({ message: `unsupported tool kinds: Lookup (supported: Agent, ${builtinTools.kinds.join(', ')}).` })]);
   });
 });
