@@ -18,9 +18,12 @@
  */
 import type { z } from 'zod';
 import type { ToolService } from './service-names';
+import { arxivTool } from './arxiv';
+import { pubmedTool } from './pubmed';
 import { retrievalTool } from './retrieval';
 import { tavilyTools } from './tavily';
 import type { Tool, ToolOutcome } from './types';
+import { wikipediaTool } from './wikipedia';
 
 /** One tool entry of an Agent's DSL, its params validated by its kind. */
 export interface ToolEntry<P = unknown> {
@@ -128,7 +131,13 @@ export type ToolBaseUrls = Partial<Record<ToolService, string>>;
 /** The built-in kinds with the operator's settings. */
 export function builtinToolKindsWith(options: { baseUrls?: ToolBaseUrls } = {}): ToolKind<any>[] {
   const base = (service: ToolService) => (options.baseUrls?.[service] ? { baseUrl: options.baseUrls[service] } : {});
-  return [retrievalTool, ...tavilyTools(base('TAVILY'))];
+  return [
+    retrievalTool,
+    ...tavilyTools(base('TAVILY')),
+    wikipediaTool(base('WIKIPEDIA')),
+    arxivTool(base('ARXIV')),
+    pubmedTool(base('PUBMED')),
+  ];
 }
 
 export const builtinTools: ToolRegistry = createToolRegistry(builtinToolKinds);

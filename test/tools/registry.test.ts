@@ -49,8 +49,10 @@ describe('tool registry', () => {
     expect(() => createToolRegistry([{ ...lookup, name: 'Agent' } as ToolKind])).toThrow(/sub-Agents/);
   });
 
-  it('ships Retrieval and Tavily besides sub-Agents', () => {
-    expect(builtinTools.kinds).toEqual(['Retrieval', 'TavilySearch', 'TavilyExtract']);
+  it('ships Retrieval and the web tools besides sub-Agents', () => {
+    expect(builtinTools.kinds[0]).toBe('Retrieval');
+    expect(builtinTools.kinds).toEqual(expect.arrayContaining(['TavilySearch', 'TavilyExtract', 'Wikipedia', 'ArXiv', 'PubMed']));
+    expect(new Set(builtinTools.kinds).size).toBe(builtinTools.kinds.length);
   });
 });
 
@@ -90,6 +92,6 @@ describe('Agent built on a registry', () => {
 
   it('the built-in Agent does not know the kind', () => {
     const problems = problemsOf(agentDsl([{ component_name: 'Lookup', name: 'capitals', params: { table: 'capitals' } }]));
-    expect(problems).toEqual([expect.objectContaining({ message: 'unsupported tool kinds: Lookup (supported: Agent, Retrieval, TavilySearch, TavilyExtract)' })]);
+    expect(problems).toEqual([expect.objectContaining({ message: `unsupported tool kinds: Lookup (supported: ${['Agent', ...builtinTools.kinds].join(', ')})` })]);
   });
 });
