@@ -6,7 +6,7 @@
  * `GET {base}/query?search_query=<query>&id_list=&sortBy=<sort_by>&sortOrder=descending&start=0&max_results=<top_n>`,
  * the base being `https://export.arxiv.org/api` or the operator's EASEL_TOOL_ARXIV_BASE_URL.
  * The answer is an Atom feed, one `<entry>` per paper; a query arXiv cannot read comes back
- * as a feed whose one entry is titled "Error", told to the model.
+ * (with a 400) as a feed whose one entry is titled "Error", its reason told to the model.
  *
  * Papers become knowledge blocks the model cites and the pass's references: the title, the
  * PDF's URL (RAGFlow's `pdf_url`), and as text the authors, the date, the categories and the
@@ -91,13 +91,14 @@ function searchTool(entry: ToolEntry<ArxivParams>, endpoint: ServiceEndpoint): T
         headers: { accept: 'application/atom+xml' },
         timeoutMs: ARXIV_TIMEOUT_MS,
         guard: endpoint.guard,
+        errorDetail: arxivRefusal,
       });
+      // arXiv has been seen to send its error feed with a 200 as well
+      const refusal = arxivRefusal(res.body);
+      if (refusal !== undefined) throw new ToolError(`tool "${name}": arXiv refused the query: ${refusal}`);
       const feed = firstElement(await parseFeed(name, res.body), 'feed');
       if (!feed) throw new ToolError(`tool "${name}": arXiv answered ${res.status} with a body that is not an Atom feed`);
-      const entries = childElements(feed, 'entry');
-      const refusal = entries.find(isErrorEntry);
-      if (refusal) throw new ToolError(`tool "${name}": arXiv refused the query: ${collapsedText(firstElement(refusal, 'summary')).slice(0, 200) || 'no reason given'}`);
-      return searchResult(entries.slice(0, p.top_n).map(paper), ARXIV_NOTHING_FOUND);
+      return searchResult(childElements(feed, 'entry').slice(0, p.top_n).map(paper), ARXIV_NOTHING_FOUND);
     },
   };
 }
@@ -111,9 +112,19 @@ async function parseFeed(tool: string, body: string): Promise<XmlElement> {
   }
 }
 
-/** arXiv's error entries: `<id>http://arxiv.org/api/errors#...</id><title>Error</title><summary>reason</summary>`. */
-function isErrorEntry(entry: XmlElement): boolean {
-  return /\/api\/errors(#|$)/.test(collapsedText(firstElement(entry, 'id')));
+const ERROR_ENTRY = /<entry>\s*<id>[^<]*\/api\/errors[^<]*<\/id>[\s\S]*?<summary>([\s\S]*?)<\/summary>/;
+const XML_ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+
+/**
+ * The reason of arXiv's error feed — one entry `<id>http://arxiv.org/api/errors#...</id>
+ * <title>Error</title><summary>reason</summary>` — at most 200 characters; undefined for any
+ * other body. Read without the parser, as a refusal's detail is taken synchronously.
+ */
+export function arxivRefusal(body: string): string | undefined {
+  const summary = ERROR_ENTRY.exec(body)?.[1];
+  if (summary === undefined) return undefined;
+  const reason = summary.replace(/&(amp|lt|gt|quot|apos);/g, (_, entity: string) => XML_ENTITIES[entity] ?? '').replace(/\s+/g, ' ').trim();
+  return reason.slice(0, 200) || 'no reason given';
 }
 
 /** One entry as the `arxiv` library reads it, with the text the model reads. */

@@ -50,6 +50,8 @@ export interface ServiceRequest {
   timeoutMs: number;
   /** @default 8 MiB */
   maxResponseBytes?: number;
+  /** The reason in a refusal's body, for services whose errors are not JSON. @default errorDetail */
+  errorDetail?: (body: string) => string | undefined;
 }
 
 export interface RetryPolicy {
@@ -90,7 +92,7 @@ export async function requestService(tool: string, ctx: ToolContext, request: Se
         signal: ctx.signal,
       });
       if (res.status >= 200 && res.status <= 299) return res;
-      failure = toolHttpError(tool, res.status, errorDetail(res.body));
+      failure = toolHttpError(tool, res.status, (request.errorDetail ?? errorDetail)(res.body));
       if (!RETRIED_STATUSES.has(res.status)) throw failure;
       waitMs = retryAfterMs(res.headers['retry-after']);
     } catch (error) {
