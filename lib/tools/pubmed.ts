@@ -113,8 +113,9 @@ function searchTool(entry: ToolEntry<PubmedParams>, endpoint: ServiceEndpoint): 
       throw cause;
     }
     const root = childElements(document)[0];
+    if (!root) throw new ToolError(`tool "${name}": PubMed answered ${res.status} with a body that is not XML`);
     const refusal = firstElement(root, 'ERROR');
-    if (!root || refusal) throw new ToolError(`tool "${name}": PubMed refused the ${utility === 'esearch' ? 'search' : 'fetch'}: ${collapsedText(refusal).slice(0, 200) || 'no answer'}`);
+    if (refusal) throw new ToolError(`tool "${name}": PubMed refused the ${utility === 'esearch' ? 'search' : 'fetch'}: ${collapsedText(refusal).slice(0, 200) || 'no reason given'}`);
     return root;
   };
   return {
