@@ -20,5 +20,9 @@ export { GITHUB_API_VERSION, GITHUB_BASE_URL, GITHUB_FUNCTION, GITHUB_TOKEN_SECR
 export { GOOGLE_BASE_URL, GOOGLE_FUNCTION, GOOGLE_KEY_SECRET, type GoogleOptions, type GoogleParams, googleTool } from './google';
 export { SEARXNG_FUNCTION, type SearxngParams, searxngTool } from './searxng';
 export { MAX_WEB_RESULT_CHARS, type WebResult, webChunks, webSearchResult } from './web-results';
+export { ARXIV_BASE_URL, ARXIV_FUNCTION, type ArxivOptions, type ArxivParams, arxivTool } from './arxiv';
+export { NCBI_KEY_SECRET, PUBMED_BASE_URL, PUBMED_FUNCTION, type PubmedOptions, type PubmedParams, pubmedTool } from './pubmed';
+export { type FoundItem, searchResult } from './search-results';
+export { WIKIPEDIA_BASE_URL, WIKIPEDIA_FUNCTION, type WikipediaOptions, type WikipediaParams, wikipediaTool } from './wikipedia';
 export { SUB_AGENT_TIMEOUT_MS, subAgentTool, type SubAgentHost } from './sub-agent';
 export * from './types';

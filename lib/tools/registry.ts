@@ -20,10 +20,13 @@ import type { z } from 'zod';
 import type { ToolService } from './service-names';
 import { githubTool } from './github';
 import { googleTool } from './google';
+import { arxivTool } from './arxiv';
+import { pubmedTool } from './pubmed';
 import { retrievalTool } from './retrieval';
 import { searxngTool } from './searxng';
 import { tavilyTools } from './tavily';
 import type { Tool, ToolOutcome } from './types';
+import { wikipediaTool } from './wikipedia';
 
 /** One tool entry of an Agent's DSL, its params validated by its kind. */
 export interface ToolEntry<P = unknown> {
@@ -142,6 +145,9 @@ export function builtinToolKindsWith(options: { baseUrls?: ToolBaseUrls } = {}):
     googleTool(base('GOOGLE')),
     searxngTool(),
     githubTool(base('GITHUB')),
+    wikipediaTool(base('WIKIPEDIA')),
+    arxivTool(base('ARXIV')),
+    pubmedTool(base('PUBMED')),
   ];
 }
 

@@ -50,6 +50,8 @@ export interface ServiceRequest {
   timeoutMs: number;
   /** @default 8 MiB */
   maxResponseBytes?: number;
+  /** The reason in a refusal's body, for services whose errors are not JSON. @default errorDetail */
+  errorDetail?: (body: string) => string | undefined;
 }
 
 export interface RetryPolicy {
@@ -104,7 +106,7 @@ export async function requestService(tool: string, ctx: ToolContext, request: Se
       });
       if (res.status >= 200 && res.status <= 299) return res;
       const verdict = policy.classify?.(res);
-      const answered = toolHttpError(tool, res.status, verdict?.detail ?? errorDetail(res.body));
+      const answered = toolHttpError(tool, res.status, verdict?.detail ?? (request.errorDetail ?? errorDetail)(res.body));
       if (verdict?.kind === 'final') throw answered instanceof ToolError ? answered : new ToolError(answered.message);
       if (verdict?.kind === 'later') {
         failure = answered instanceof ToolTransientError ? answered : new ToolTransientError(answered.message);

@@ -49,8 +49,8 @@ describe('tool registry', () => {
     expect(() => createToolRegistry([{ ...lookup, name: 'Agent' } as ToolKind])).toThrow(/sub-Agents/);
   });
 
-  it('ships Retrieval and the web search tools besides sub-Agents', () => {
-    expect(builtinTools.kinds).toEqual(['Retrieval', 'TavilySearch', 'TavilyExtract', 'Google', 'SearXNG', 'GitHub']);
+  it('ships Retrieval and the web tools besides sub-Agents', () => {
+    expect(builtinTools.kinds).toEqual(['Retrieval', 'TavilySearch', 'TavilyExtract', 'Google', 'SearXNG', 'GitHub', 'Wikipedia', 'ArXiv', 'PubMed']);
   });
 });
 
