@@ -18,9 +18,9 @@
  */
 import { z } from 'zod';
 import { ToolError } from './errors';
-import { functionShape, parseToolArgs, withDefault } from './params';
+import { functionShape, parseToolArgs, topNParam, withDefault } from './params';
 import type { ToolEntry, ToolKind } from './registry';
-import { type FoundItem, searchResult, topNParam } from './search-results';
+import { type WebResult, webSearchResult } from './web-results';
 import type { Tool, ToolResult } from './types';
 import { requestService, type ServiceEndpoint, serviceEndpoint } from './web-service';
 import { childElements, collapsedText, firstElement, parseXml, XmlParseError, type XmlElement } from './xml';
@@ -98,7 +98,7 @@ function searchTool(entry: ToolEntry<ArxivParams>, endpoint: ServiceEndpoint): T
       if (refusal !== undefined) throw new ToolError(`tool "${name}": arXiv refused the query: ${refusal}`);
       const feed = firstElement(await parseFeed(name, res.body), 'feed');
       if (!feed) throw new ToolError(`tool "${name}": arXiv answered ${res.status} with a body that is not an Atom feed`);
-      return searchResult(childElements(feed, 'entry').slice(0, p.top_n).map(paper), ARXIV_NOTHING_FOUND);
+      return webSearchResult(childElements(feed, 'entry').slice(0, p.top_n).map(paper), { nothingFound: ARXIV_NOTHING_FOUND });
     },
   };
 }
@@ -128,7 +128,7 @@ export function arxivRefusal(body: string): string | undefined {
 }
 
 /** One entry as the `arxiv` library reads it, with the text the model reads. */
-function paper(entry: XmlElement): FoundItem {
+function paper(entry: XmlElement): WebResult {
   const links = childElements(entry, 'link');
   const pdf = links.find((l) => l.attributes.title === 'pdf')?.attributes.href;
   const page = links.find((l) => l.attributes.rel === 'alternate')?.attributes.href;

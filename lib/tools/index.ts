@@ -22,7 +22,6 @@ export { SEARXNG_FUNCTION, type SearxngParams, searxngTool } from './searxng';
 export { MAX_WEB_RESULT_CHARS, type WebResult, webChunks, webSearchResult } from './web-results';
 export { ARXIV_BASE_URL, ARXIV_FUNCTION, type ArxivOptions, type ArxivParams, arxivTool } from './arxiv';
 export { NCBI_KEY_SECRET, PUBMED_BASE_URL, PUBMED_FUNCTION, type PubmedOptions, type PubmedParams, pubmedTool } from './pubmed';
-export { type FoundItem, searchResult } from './search-results';
 export { WIKIPEDIA_BASE_URL, WIKIPEDIA_FUNCTION, type WikipediaOptions, type WikipediaParams, wikipediaTool } from './wikipedia';
 export { SUB_AGENT_TIMEOUT_MS, subAgentTool, type SubAgentHost } from './sub-agent';
 export * from './types';

@@ -83,3 +83,9 @@ export function integerParam(min: number, message: string) {
     .union([z.number(), z.string().trim().regex(/^-?\d+$/, message).transform(Number)], { error: message })
     .pipe(z.number({ error: message }).int(message).min(min, message));
 }
+
+/** A search's `top_n`: RAGFlow's `check_positive_integer`, its default when the DSL leaves it out. */
+export function topNParam(description: string, fallback: number) {
+  const message = `${description} should be a positive integer`;
+  return withDefault(z.number(message).int(message).min(1, message), fallback);
+}

@@ -25,9 +25,9 @@
  */
 import { z } from 'zod';
 import { ToolError } from './errors';
-import { credentialParam, functionShape, parseToolArgs, resolveCredential, withDefault } from './params';
+import { credentialParam, functionShape, parseToolArgs, resolveCredential, topNParam, withDefault } from './params';
 import type { ToolEntry, ToolKind } from './registry';
-import { type FoundItem, searchResult, topNParam } from './search-results';
+import { type WebResult, webSearchResult } from './web-results';
 import type { Tool, ToolContext, ToolResult } from './types';
 import { requestService, type ServiceEndpoint, serviceEndpoint } from './web-service';
 import { childElements, collapsedText, firstElement, parseXml, XmlParseError, type XmlElement } from './xml';
@@ -129,15 +129,15 @@ function searchTool(entry: ToolEntry<PubmedParams>, endpoint: ServiceEndpoint): 
       const common = { db: 'pubmed', tool: NCBI_TOOL, ...(p.email ? { email: p.email } : {}), ...(key ? { api_key: key } : {}) };
       const found = await eutility('esearch', { ...common, term: query, retmax: String(Math.min(p.top_n, MAX_ARTICLES)) }, ctx);
       const ids = childElements(firstElement(found, 'IdList'), 'Id').map((id) => collapsedText(id)).filter(Boolean);
-      if (ids.length === 0) return searchResult([], PUBMED_NOTHING_FOUND);
+      if (ids.length === 0) return webSearchResult([], { nothingFound: PUBMED_NOTHING_FOUND });
       const articles = await eutility('efetch', { ...common, id: ids.join(','), retmode: 'xml' }, ctx);
-      return searchResult(childElements(articles, 'PubmedArticle').map(article), PUBMED_NOTHING_FOUND);
+      return webSearchResult(childElements(articles, 'PubmedArticle').map(article), { nothingFound: PUBMED_NOTHING_FOUND });
     },
   };
 }
 
 /** One `<PubmedArticle>` as RAGFlow reads it (`_format_pubmed_content`). */
-function article(node: XmlElement): FoundItem {
+function article(node: XmlElement): WebResult {
   const citation = firstElement(node, 'MedlineCitation');
   const pmid = collapsedText(firstElement(citation, 'PMID'));
   const data = firstElement(citation, 'Article');

@@ -39,7 +39,7 @@ export function webChunks(results: readonly WebResult[]) {
     const content = (r.content ?? '').replace(INLINE_IMAGE, '').slice(0, MAX_WEB_RESULT_CHARS);
     const url = r.url ?? '';
     const key = url || content;
-    if (!content || seen.has(key)) continue;
+    if (!content.trim() || seen.has(key)) continue;
     seen.add(key);
     const id = hashStr2Int(key);
     const title = r.title || url;

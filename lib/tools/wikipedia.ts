@@ -25,9 +25,9 @@
  */
 import { z } from 'zod';
 import { ToolError } from './errors';
-import { functionShape, parseServiceAnswer, parseToolArgs, withDefault } from './params';
+import { functionShape, parseServiceAnswer, parseToolArgs, topNParam, withDefault } from './params';
 import type { ToolEntry, ToolKind } from './registry';
-import { searchResult, topNParam } from './search-results';
+import { webSearchResult } from './web-results';
 import type { Tool, ToolContext, ToolResult } from './types';
 import { requestService, type ServiceEndpoint, serviceEndpoint, serviceJson } from './web-service';
 
@@ -185,7 +185,7 @@ function searchTool(entry: ToolEntry<WikipediaParams>, endpointFor: (language: W
         const title = page.title ?? '';
         return [{ title, url: page.fullurl || articleUrl(endpoint.prefix, title), content: page.extract.trim() }];
       });
-      return searchResult(items, WIKIPEDIA_NOTHING_FOUND);
+      return webSearchResult(items, { nothingFound: WIKIPEDIA_NOTHING_FOUND });
     },
   };
 }
