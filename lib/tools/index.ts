@@ -16,5 +16,15 @@ export {
   type TavilySearchParams,
   tavilyTools,
 } from './tavily';
+export {
+  CRAWLER_DESCRIPTION,
+  CRAWLER_FUNCTION,
+  CRAWLER_MAX_CONTENT_CHARS,
+  CRAWLER_MAX_PAGE_BYTES,
+  CRAWLER_TIMEOUT_MS,
+  type CrawlerExtractType,
+  type CrawlerParams,
+  crawlerTool,
+} from './crawler';
 export { SUB_AGENT_TIMEOUT_MS, subAgentTool, type SubAgentHost } from './sub-agent';
 export * from './types';

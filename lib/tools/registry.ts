@@ -17,6 +17,7 @@
  * ```
  */
 import type { z } from 'zod';
+import { crawlerTool } from './crawler';
 import type { ToolService } from './service-names';
 import { retrievalTool } from './retrieval';
 import { tavilyTools } from './tavily';
@@ -128,7 +129,11 @@ export type ToolBaseUrls = Partial<Record<ToolService, string>>;
 /** The built-in kinds with the operator's settings. */
 export function builtinToolKindsWith(options: { baseUrls?: ToolBaseUrls } = {}): ToolKind<any>[] {
   const base = (service: ToolService) => (options.baseUrls?.[service] ? { baseUrl: options.baseUrls[service] } : {});
-  return [retrievalTool, ...tavilyTools(base('TAVILY'))];
+  return [
+    retrievalTool,
+    ...tavilyTools(base('TAVILY')),
+    crawlerTool(),
+  ];
 }
 
 export const builtinTools: ToolRegistry = createToolRegistry(builtinToolKinds);
