@@ -26,5 +26,18 @@ export {
   type CrawlerParams,
   crawlerTool,
 } from './crawler';
+export {
+  EMAIL_DESCRIPTION,
+  EMAIL_FUNCTION,
+  EMAIL_MAX_RECIPIENTS,
+  EMAIL_TIMEOUT_MS,
+  type EmailOptions,
+  type EmailParams,
+  emailTool,
+  SMTP_PASSWORD_SECRET,
+  SMTP_PORTS,
+  type SmtpPortPolicy,
+  type SmtpTlsMode,
+} from './email';
 export { SUB_AGENT_TIMEOUT_MS, subAgentTool, type SubAgentHost } from './sub-agent';
 export * from './types';

@@ -18,6 +18,7 @@
  */
 import type { z } from 'zod';
 import { crawlerTool } from './crawler';
+import { emailTool } from './email';
 import type { ToolService } from './service-names';
 import { retrievalTool } from './retrieval';
 import { tavilyTools } from './tavily';
@@ -133,6 +134,7 @@ export function builtinToolKindsWith(options: { baseUrls?: ToolBaseUrls } = {}):
     retrievalTool,
     ...tavilyTools(base('TAVILY')),
     crawlerTool(),
+    emailTool(),
   ];
 }
 
