@@ -10,6 +10,7 @@ import { builtinComponents, withComponents } from '../../lib/components';
 import { createAgent } from '../../lib/components/agent';
 import { type Resolver, SsrfGuard } from '../../lib/outbound/ssrf';
 import {
+  builtinTools,
   CRAWLER_MAX_CONTENT_CHARS,
   CRAWLER_MAX_PAGE_BYTES,
   type CrawlerParams,
@@ -179,6 +180,7 @@ describe('Crawler', () => {
     expect(bad.error?.issues[0]?.message).toBe(`Type of content from the crawler "pdf" is not supported, it should be in ['html', 'markdown', 'content']`);
     expect(kind.params.safeParse({ proxy: 'http://proxy.example:3128' }).error?.issues[0]?.message).toMatch(/a proxy is not supported/);
     expect(kind.params.parse({ proxy: null, extract_type: null })).toMatchObject({ extract_type: 'markdown' });
+    expect(builtinTools.kinds).toContain('Crawler');
     const dsl = agentDsl([{ component_name: 'Crawler', name: 'Crawler', params: { extract_type: 'screenshot' } }]);
     expect(() => compileWorkflow(dsl, builtinComponents)).toThrow(DslValidationError);
   });

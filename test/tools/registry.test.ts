@@ -50,7 +50,7 @@ describe('tool registry', () => {
   });
 
   it('ships Retrieval and Tavily besides sub-Agents', () => {
-    expect(builtinTools.kinds).toEqual(['Retrieval', 'TavilySearch', 'TavilyExtract']);
+    expect(builtinTools.kinds).toEqual(expect.arrayContaining(['Retrieval', 'TavilySearch', 'TavilyExtract']));
   });
 });
 
@@ -90,6 +90,6 @@ describe('Agent built on a registry', () => {
 
   it('the built-in Agent does not know the kind', () => {
     const problems = problemsOf(agentDsl([{ component_name: 'Lookup', name: 'capitals', params: { table: 'capitals' } }]));
-    expect(problems).toEqual([expect.objectContaining({ message: 'unsupported tool kinds: Lookup (supported: Agent, Retrieval, TavilySearch, TavilyExtract)' })]);
+    expect(problems).toEqual([expect.objectContaining({ message: expect.stringMatching(/^unsupported tool kinds: Lookup \(supported: Agent, Retrieval, TavilySearch, TavilyExtract[,)]/) })]);
   });
 });
