@@ -79,7 +79,7 @@ function siteGuard(names: Record<string, string> = {}): SsrfGuard {
   return new SsrfGuard({ allow: ['site.test'], resolve });
 }
 
-function context(guard: SsrfGuard | undefined = siteGuard()): ToolContext {
+function context(guard: SsrfGuard | null = siteGuard()): ToolContext {
   return {
     signal: new AbortController().signal,
     services: guard ? { guard } : {},
@@ -224,7 +224,7 @@ describe('the Crawler and the SSRF guard', () => {
   });
 
   it('a run without a guard fetches nothing', async () => {
-    expect(await refusal(crawler(), { query: page('/guide') }, context(null as never))).toBe('tool "web_crawler": this run has no outbound guard, so it fetches no page');
+    expect(await refusal(crawler(), { query: page('/guide') }, context(null))).toBe('tool "web_crawler": this run has no outbound guard, so it fetches no page');
     expect(site.requests).toHaveLength(0);
   });
 });
