@@ -23,5 +23,28 @@ export { MAX_WEB_RESULT_CHARS, type WebResult, webChunks, webSearchResult } from
 export { ARXIV_BASE_URL, ARXIV_FUNCTION, type ArxivOptions, type ArxivParams, arxivTool } from './arxiv';
 export { NCBI_KEY_SECRET, PUBMED_BASE_URL, PUBMED_FUNCTION, type PubmedOptions, type PubmedParams, pubmedTool } from './pubmed';
 export { WIKIPEDIA_BASE_URL, WIKIPEDIA_FUNCTION, type WikipediaOptions, type WikipediaParams, wikipediaTool } from './wikipedia';
+export {
+  CRAWLER_DESCRIPTION,
+  CRAWLER_FUNCTION,
+  CRAWLER_MAX_CONTENT_CHARS,
+  CRAWLER_MAX_PAGE_BYTES,
+  CRAWLER_TIMEOUT_MS,
+  type CrawlerExtractType,
+  type CrawlerParams,
+  crawlerTool,
+} from './crawler';
+export {
+  EMAIL_DESCRIPTION,
+  EMAIL_FUNCTION,
+  EMAIL_MAX_RECIPIENTS,
+  EMAIL_TIMEOUT_MS,
+  type EmailOptions,
+  type EmailParams,
+  emailTool,
+  SMTP_PASSWORD_SECRET,
+  SMTP_PORTS,
+  type SmtpPortPolicy,
+  type SmtpTlsMode,
+} from './email';
 export { SUB_AGENT_TIMEOUT_MS, subAgentTool, type SubAgentHost } from './sub-agent';
 export * from './types';

@@ -17,6 +17,8 @@
  * ```
  */
 import type { z } from 'zod';
+import { crawlerTool } from './crawler';
+import { emailTool } from './email';
 import type { ToolService } from './service-names';
 import { githubTool } from './github';
 import { googleTool } from './google';
@@ -148,6 +150,8 @@ export function builtinToolKindsWith(options: { baseUrls?: ToolBaseUrls } = {}):
     wikipediaTool(base('WIKIPEDIA')),
     arxivTool(base('ARXIV')),
     pubmedTool(base('PUBMED')),
+    crawlerTool(),
+    emailTool(),
   ];
 }
 

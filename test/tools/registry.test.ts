@@ -50,7 +50,7 @@ describe('tool registry', () => {
   });
 
   it('ships Retrieval and the web tools besides sub-Agents', () => {
-    expect(builtinTools.kinds).toEqual(['Retrieval', 'TavilySearch', 'TavilyExtract', 'Google', 'SearXNG', 'GitHub', 'Wikipedia', 'ArXiv', 'PubMed']);
+    expect(builtinTools.kinds).toEqual(['Retrieval', 'TavilySearch', 'TavilyExtract', 'Google', 'SearXNG', 'GitHub', 'Wikipedia', 'ArXiv', 'PubMed', 'Crawler', 'Email']);
   });
 });
 

@@ -17,7 +17,7 @@ import { normalizeNewlines, unicodeEncoding } from './text';
 type Section = ParsedDocument['sections'][number];
 
 /** Elements whose content is never text for a reader. */
-const SKIPPED = new Set([
+export const SKIPPED = new Set([
   'script', 'style', 'noscript', 'template', 'head', 'svg', 'canvas', 'iframe', 'object', 'embed',
   'nav', 'select', 'button', 'textarea', 'datalist', 'dialog', 'map', 'audio', 'video', 'picture', 'frameset',
 ]);
@@ -26,13 +26,13 @@ const SKIPPED = new Set([
 const SKIPPED_ROLES = new Set(['navigation', 'banner', 'contentinfo', 'search', 'menu', 'menubar', 'toolbar']);
 
 /** Elements that end a line before and after them. */
-const BLOCKS = new Set([
+export const BLOCKS = new Set([
   'address', 'article', 'aside', 'blockquote', 'body', 'caption', 'center', 'dd', 'details', 'dialog', 'dir', 'div', 'dl',
   'dt', 'fieldset', 'figcaption', 'figure', 'footer', 'form', 'header', 'hgroup', 'hr', 'html', 'legend', 'li', 'main',
   'menu', 'ol', 'p', 'pre', 'section', 'summary', 'table', 'tbody', 'tfoot', 'thead', 'tr', 'ul',
 ]);
 
-const HEADINGS = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6']);
+export const HEADINGS = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6']);
 
 /**
  * The page's text, its title first. Throws DocumentParseError past MAX_DOCUMENT_CHARS of text
@@ -142,7 +142,8 @@ export function htmlSections(html: string): Section[] {
   return sections.map((section) => ({ text: section.join('\n') })).filter((section) => section.text !== '');
 }
 
-function isHidden(attributes: Record<string, string>): boolean {
+/** Hidden, or page furniture by its ARIA role. */
+export function isHidden(attributes: Record<string, string>): boolean {
   if (attributes.hidden !== undefined || attributes['aria-hidden'] === 'true') return true;
   const role = attributes.role?.trim().toLowerCase();
   return role !== undefined && SKIPPED_ROLES.has(role);
