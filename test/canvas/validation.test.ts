@@ -103,13 +103,13 @@ describe('compileWorkflow validation', () => {
   it('names every unsupported component, sorted, in the first problem', () => {
     const problems = problemsOf(
       dsl({
-        'TavilySearch:A': node('TavilySearch', { api_key: 'x' }),
-        'Crawler:B': node('Crawler', { proxy: '' }),
-        'TavilySearch:C': node('TavilySearch'),
+        'Tokenizer:A': node('Tokenizer', { fields: 'x' }),
+        'Parser:B': node('Parser', { setups: {} }),
+        'Tokenizer:C': node('Tokenizer'),
       }),
     );
-    expect(problems[0]).toEqual({ field: 'components', message: 'unsupported components: Crawler, TavilySearch' });
-    for (const id of ['TavilySearch:A', 'Crawler:B', 'TavilySearch:C']) {
+    expect(problems[0]).toEqual({ field: 'components', message: 'unsupported components: Parser, Tokenizer' });
+    for (const id of ['Tokenizer:A', 'Parser:B', 'Tokenizer:C']) {
       expectProblem(problems, { component_id: id, field: 'obj.component_name', message: /unsupported component/ });
     }
   });
@@ -370,10 +370,10 @@ describe('compileWorkflow validation', () => {
           conditions: [{ items: [{ cpn_id: 'sys.query', operator: 'approximately' }], to: ['Message:Out'] }],
           end_cpn_ids: ['Message:Out'],
         }),
-        'Crawler:R': node('Crawler'),
+        'Parser:R': node('Parser'),
       }),
     );
-    expectProblem(problems, { field: 'components', message: /unsupported components: Crawler/ });
+    expectProblem(problems, { field: 'components', message: /unsupported components: Parser/ });
     expectProblem(problems, { component_id: 'begin', field: 'downstream', message: /Message:Ghost/ });
     expectProblem(problems, { component_id: 'Message:Out', field: 'obj.params.content.0', message: /Agent:Gone/ });
     expectProblem(problems, { component_id: 'Message:Empty', field: 'obj.params.content', message: /non-empty/ });

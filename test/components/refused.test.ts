@@ -27,12 +27,17 @@ describe('components Easel refuses by name', () => {
 
   it('lists refused and unknown components together, sorted', () => {
     const definition = oneComponent('Browser:Web', {}, {}, {
-      'ExcelProcessor:Sheet': { obj: { component_name: 'ExcelProcessor', params: {} }, downstream: ['WenCai:Kb'] },
-      'WenCai:Kb': { obj: { component_name: 'WenCai', params: {} }, downstream: [] },
+      'ExcelProcessor:Sheet': { obj: { component_name: 'ExcelProcessor', params: {} }, downstream: ['Tokenizer:Kb'] },
+      'Tokenizer:Kb': { obj: { component_name: 'Tokenizer', params: {} }, downstream: [] },
     });
     const problems = problemsOf(definition);
-    expect(problems[0]).toEqual({ field: 'components', message: 'unsupported components: Browser, ExcelProcessor, WenCai' });
-    expect(problems).toContainEqual({ component_id: 'WenCai:Kb', field: 'obj.component_name', message: 'unsupported component "WenCai"' });
+    expect(problems[0]).toEqual({ field: 'components', message: 'unsupported components: Browser, ExcelProcessor, Tokenizer' });
+    expect(problems).toContainEqual({ component_id: 'Tokenizer:Kb', field: 'obj.component_name', message: 'unsupported component "Tokenizer"' });
+  });
+
+  it('refuses RAGFlow’s tools Easel does not offer on the canvas too, with the reason', () => {
+    const problems = problemsOf(oneComponent('WenCai:Kb', {}));
+    expect(problems).toContainEqual({ component_id: 'WenCai:Kb', field: 'obj.component_name', message: 'unsupported component "WenCai": it calls a regional market-data service Easel does not integrate' });
   });
 
   it('a host that provides the component replaces the refusal by registering it under the same name', async () => {

@@ -174,11 +174,11 @@ describe('errors', () => {
   });
 
   it('refuses an invalid DSL with every problem listed', async () => {
-    const res = await api.call('POST', '/workflows/v1/workflows', { body: { name: 'bad', dsl: { components: { begin: { obj: { component_name: 'Begin', params: {} }, downstream: ['nowhere'] }, 'Crawler:X': { obj: { component_name: 'Crawler', params: {} } } } } } });
+    const res = await api.call('POST', '/workflows/v1/workflows', { body: { name: 'bad', dsl: { components: { begin: { obj: { component_name: 'Begin', params: {} }, downstream: ['nowhere'] }, 'Tokenizer:X': { obj: { component_name: 'Tokenizer', params: {} } } } } } });
     expect(res.status).toBe(400);
     expect(res.json.code).toBe('invalid_dsl');
     expect(res.json.problems).toEqual(expect.arrayContaining([
-      expect.objectContaining({ message: 'unsupported components: Crawler' }),
+      expect.objectContaining({ message: 'unsupported components: Tokenizer' }),
       expect.objectContaining({ component_id: 'begin', field: 'downstream' }),
     ]));
   });

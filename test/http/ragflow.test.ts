@@ -82,9 +82,9 @@ describe('RAGFlow agent management', () => {
     expect((await rf('PUT', `/agents/${other}`, { title: ` ${title.toLowerCase()} ` })).json).toEqual({ code: 102, message: `${title.toLowerCase()} already exists.` });
     // its own title, in another case, is no conflict
     expect((await rf('PUT', `/agents/${twice}`, { title: title.toLowerCase() })).json.code).toBe(0);
-    const bad = await rf('POST', '/agents', { title: 'bad', dsl: { components: { 'Crawler:X': { obj: { component_name: 'Crawler', params: {} } } } } });
+    const bad = await rf('POST', '/agents', { title: 'bad', dsl: { components: { 'Tokenizer:X': { obj: { component_name: 'Tokenizer', params: {} } } } } });
     expect(bad.json).toMatchObject({ code: 101, data: false });
-    expect(bad.json.message).toMatch(/unsupported components: Crawler/);
+    expect(bad.json.message).toMatch(/unsupported components: Tokenizer/);
     expect((await rf('PUT', `/agents/${'0'.repeat(32)}`, { title: 'x' })).json).toEqual({ code: 103, message: 'Make sure you have permission to access the agent.', data: false });
     expect((await rf('DELETE', `/agents/${'0'.repeat(32)}`, {})).json).toEqual({ code: 103, message: 'Only the owner of the agent is authorized for this operation.', data: false });
     expect((await rf('GET', '/agents?page_size=101')).json).toEqual({ code: 101, message: 'page_size must be less than or equal to 100' });
