@@ -246,6 +246,10 @@ function classify(error: unknown, fetchFailure: unknown, server: McpServerConnec
     const message = named(error.message);
     return transient ? new ToolTransientError(message, { cause: error }) : new ToolError(message, { cause: error });
   }
+  // the SDK follows redirects within the server's origin only
+  if (error instanceof Error && /Redirect (?:to .*)?not followed/.test(error.message)) {
+    return new ToolError(named('the server redirected to another origin, which is not followed (headers may carry credentials)'), { cause: error });
+  }
   const status = httpStatus(error, mcp);
   if (status !== undefined) {
     const message = named(`the server answered ${status}`);
