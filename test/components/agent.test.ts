@@ -88,6 +88,6 @@ describe('Agent with a sub-agent tool', () => {
       message: 'unsupported tool kinds: Google, WenCai (supported: Agent, Retrieval, TavilySearch, TavilyExtract)',
     }));
     expect(problems).toContainEqual(expect.objectContaining({ component_id: 'Agent:Planner', field: 'obj.params.mcp.1.mcp_id' }));
-    expect(problems.filter((p) => p.field.startsWith('obj.params.mcp'))).toHaveLength(1);
+    expect(problems.filter((p) => p.field?.startsWith('obj.params.mcp'))).toHaveLength(1);
   });
 });
