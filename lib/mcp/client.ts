@@ -48,27 +48,13 @@ export const MAX_TOOL_PAGES = 20;
 const CLIENT_INFO = { name: 'easel', version: '0.1.0' };
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-type Sdk = Awaited<ReturnType<typeof loadSdk>>;
+type Sdk = typeof import('./sdk');
 let sdkLoading: Promise<Sdk> | undefined;
-
-function loadSdk() {
-  return Promise.all([
-    import('@modelcontextprotocol/sdk/client/index.js'),
-    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
-    import('@modelcontextprotocol/sdk/client/sse.js'),
-    import('@modelcontextprotocol/sdk/types.js'),
-  ]).then(([client, streamable, sse, types]) => ({
-    Client: client.Client,
-    StreamableHTTPClientTransport: streamable.StreamableHTTPClientTransport,
-    StreamableHTTPError: streamable.StreamableHTTPError,
-    SSEClientTransport: sse.SSEClientTransport,
-    SseError: sse.SseError,
-    McpError: types.McpError,
-    ErrorCode: types.ErrorCode,
+const sdk = () =>
+  (sdkLoading ??= import('./sdk').catch((error: unknown) => {
+    sdkLoading = undefined; // a failed load is tried again by the next session
+    throw error;
   }));
-}
-
-const sdk = () => (sdkLoading ??= loadSdk());
 
 const systemTimer: FetchTimer = (ms, onTimeout) => {
   const timer = setTimeout(onTimeout, Math.min(ms, MAX_TIMER_MS));
