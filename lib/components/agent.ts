@@ -3,8 +3,10 @@
  * answers. Its tools are the entries of its `tools` param: sub-Agents (each its own model,
  * prompt and tools; see lib/tools/sub-agent) and kinds of a tool registry (lib/tools/registry):
  * the loader accepts the kinds of the registry the Agent was created with, and a run calls
- * them through the registry in its services, else that one. Calls go natively through the
- * provider's function calling. Entries of other kinds and MCP servers are refused at load.
+ * them through the registry in its services, else that one. Its `mcp` entries name servers of
+ * the tenant's MCP registry (`services.mcp`), their tools bound after the others (lib/tools/mcp),
+ * one session per server for the whole invocation, closed when it ends. Calls go natively
+ * through the provider's function calling. Entries of other kinds are refused at load.
  *
  * Every round's text reaches a downstream Message live; `use_tools` records each call made.
  * The files it is shown (as LLM's) stay in its prompt for every round. Chunks its tools
@@ -17,6 +19,7 @@ import { TextStream } from '../canvas/text-stream';
 import type { ChatMessage, ChatModel, ChatOptions, ToolCall, ToolSpec } from '../llm/types';
 import { callTool } from '../tools/call';
 import { ToolSuspendedError, ToolUnavailableError } from '../tools/errors';
+import { customHeaderSchema, mcpEntrySchema, McpSessions, modelName } from '../tools/mcp';
 import { refusalOf } from '../tools/refused';
 import { builtinTools, type ToolEntry, type ToolRegistry } from '../tools/registry';
 import { subAgentTool } from '../tools/sub-agent';
@@ -34,7 +37,7 @@ import {
 } from './llm-params';
 import { citationPrompt } from '../knowledge/format';
 import { citationInstructions, keepCited, wantsCitations } from './citations';
-import { type ComponentServices, modelsOf, toolsOf } from './services';
+import { type ComponentServices, mcpOf, modelsOf, toolsOf } from './services';
 
 export const DEFAULT_MAX_ROUNDS = 5;
 /** Sub-agents within sub-agents, at most this deep. */
@@ -57,9 +60,11 @@ const baseAgentShape = z.looseObject({
   description: z.string().nullish(),
   user_prompt: z.string().nullish(),
   mcp: z
-    .array(z.unknown())
+    .array(mcpEntrySchema)
     .nullish()
-    .refine((m) => !m || m.length === 0, 'MCP servers are not supported'),
+    .transform((m) => m ?? []),
+  /** Sent to its MCP servers besides their own headers (RAGFlow's `custom_header`). */
+  custom_header: customHeaderSchema,
 });
 
 /** The params schema of an Agent whose tool entries may be sub-Agents or kinds of `tools`. */
@@ -154,7 +159,7 @@ export const agent = createAgent();
 async function invokeAgent(p: AgentParams, ctx: ComponentContext, registry: ToolRegistry) {
   const model = modelsOf(ctx).resolve(p.llm_id);
   const schema = structuredSchema(p);
-  if (schema && p.tools.length === 0) {
+  if (schema && p.tools.length === 0 && p.mcp.length === 0) {
     const citing = wantsCitations(p, ctx);
     const { text, structured } = await structuredAnswer(model, await promptMessages(p, ctx, [...citationInstructions(citing), schemaInstructions(schema)]), p, ctx);
     if (citing) keepCited(ctx, text);
@@ -162,13 +167,16 @@ async function invokeAgent(p: AgentParams, ctx: ComponentContext, registry: Tool
   }
   const messages = await promptMessages(p, ctx);
   const trace: ToolTrace[] = [];
-  const rounds = (): Rounds => ({ ctx, registry, signal: ctx.signal, path: [], next: 0 });
+  const run = () => {
+    const mcp = new McpSessions(() => mcpOf(ctx), { signal: ctx.signal, headers: p.custom_header });
+    return closingMcp(runRounds(model, messages, p, { ctx, registry, signal: ctx.signal, path: [], next: 0, mcp }, trace), mcp);
+  };
   if (!schema && ctx.downstreamStreams && !ctx.handlesErrors) {
-    const stream = new TextStream(runRounds(model, messages, p, rounds(), trace));
+    const stream = new TextStream(run());
     return { outputs: { content: stream, use_tools: trace } };
   }
   let content = '';
-  for await (const delta of runRounds(model, messages, p, rounds(), trace)) content += delta;
+  for await (const delta of run()) content += delta;
   if (!schema) return { outputs: { content, use_tools: trace } };
   const { text, structured } = await structuredAnswer(
     model,
@@ -195,6 +203,17 @@ interface Rounds {
   readonly path: readonly number[];
   /** The ordinal of the next call made at this level. */
   next: number;
+  /** The invocation's MCP sessions, shared by its sub-Agents. */
+  readonly mcp: McpSessions;
+}
+
+/** The tool loop, its MCP sessions closed when it ends, however it ends. */
+async function* closingMcp(rounds: AsyncGenerator<string, void, undefined>, sessions: McpSessions): AsyncGenerator<string, void, undefined> {
+  try {
+    yield* rounds;
+  } finally {
+    await sessions.close();
+  }
 }
 
 /**
@@ -209,7 +228,7 @@ async function* runRounds(
   rounds: Rounds,
   trace: ToolTrace[],
 ): AsyncGenerator<string, void, undefined> {
-  const tools = bindTools(p.tools, rounds);
+  const tools = await bindTools(p, rounds);
   const messages = [...start];
   const mayCite = rounds.path.length === 0;
   let citing = false;
@@ -271,19 +290,17 @@ interface BoundTool {
   tool: Tool;
 }
 
-/** The tools of one level, named for the model as RAGFlow does: `<name>_<index>`. */
-function bindTools(entries: readonly AgentToolEntry[], rounds: Rounds): BoundTool[] {
-  return entries.map((entry, i) => {
+/**
+ * The tools of one level, named for the model as RAGFlow does: `<name>_<index>`, the MCP
+ * servers' tools after the entries of `tools`.
+ */
+async function bindTools(p: AgentParams, rounds: Rounds): Promise<BoundTool[]> {
+  const entries = p.tools.map((entry, i) => {
     const tool = isSubAgent(entry) ? subAgentTool(entry, subAgentHost(rounds)) : createTool(entry, rounds.registry);
-    return {
-      tool,
-      spec: {
-        name: `${tool.name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 56)}_${i}`,
-        description: tool.description,
-        parameters: tool.parameters,
-      },
-    };
+    return { name: modelName(tool.name, i), tool };
   });
+  const mcp = p.mcp.length > 0 ? await rounds.mcp.tools(p.mcp, entries.length) : [];
+  return [...entries, ...mcp].map(({ name, tool }) => ({ tool, spec: { name, description: tool.description, parameters: tool.parameters } }));
 }
 
 function createTool(entry: AgentToolEntry, registry: ToolRegistry): Tool {
@@ -297,7 +314,7 @@ function subAgentHost(rounds: Rounds) {
   return {
     component: rounds.ctx,
     rounds: (model: ChatModel, messages: ChatMessage[], params: AgentParams, call: ToolContext) =>
-      runRounds(model, messages, params, { ctx: rounds.ctx, registry: rounds.registry, signal: call.signal, path: [...call.path, call.ordinal], next: 0 }, []),
+      runRounds(model, messages, params, { ctx: rounds.ctx, registry: rounds.registry, signal: call.signal, path: [...call.path, call.ordinal], next: 0, mcp: rounds.mcp }, []),
   };
 }
 

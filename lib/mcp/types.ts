@@ -61,12 +61,18 @@ export interface McpCallResult {
 export interface McpSessionOptions {
   secret: (name: string) => string | undefined | Promise<string | undefined>;
   signal?: AbortSignal;
-  /** Connecting and each request. */
+  /** Connecting, listing tools and closing; a tool call only when its own `timeoutMs` is given. */
   timeoutMs?: number;
+  /**
+   * The Agent's `custom_header`, sent besides (and over) the server's: `${var}` in them is
+   * replaced from these same headers, as RAGFlow does; `{secret.NAME}` as in the server's.
+   */
+  headers?: Record<string, string>;
 }
 
 /** An open connection to one server. */
 export interface McpSession {
+  /** Every tool the server lists, `enabled` as the registry's cached `variables.tools` says (default true). */
   listTools(): Promise<McpToolMeta[]>;
   callTool(name: string, args: Record<string, unknown>, options: { signal?: AbortSignal; timeoutMs?: number }): Promise<McpCallResult>;
   close(): Promise<void>;
@@ -82,5 +88,5 @@ export interface RunMcp {
   /** The server the DSL's `mcp_id` names, or undefined (deleted, another tenant's). */
   server(id: string): Promise<McpServerConnection | undefined>;
   /** A session with that server, headers' secrets resolved; the caller closes it. */
-  open(server: McpServerConnection, options: { signal?: AbortSignal; timeoutMs?: number }): Promise<McpSession>;
+  open(server: McpServerConnection, options: Omit<McpSessionOptions, 'secret'>): Promise<McpSession>;
 }

@@ -80,13 +80,13 @@ export class OutboundError extends EaselError {
 export const DEFAULT_MAX_REDIRECTS = 5;
 export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
 
-const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+export const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 /** Headers this module owns; a caller's value would be wrong or stale after a redirect. */
 const OWNED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection']);
 /** Headers that describe a body; dropped with it when a redirect turns the request into GET. */
-const BODY_HEADERS = ['content-type', 'content-encoding', 'content-language', 'content-location'];
+export const BODY_HEADERS = ['content-type', 'content-encoding', 'content-language', 'content-location'];
 /** Credentials that must not follow a redirect to another origin. */
-const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
+export const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
 const TRANSIENT_CODES = new Set([
   'ECONNRESET',
   'ECONNREFUSED',
@@ -265,7 +265,7 @@ function exchange(
 }
 
 /** A `lookup` that ignores the name and answers with the addresses the guard approved. */
-function pinnedLookup(target: SsrfCheckResult): LookupFunction {
+export function pinnedLookup(target: SsrfCheckResult): LookupFunction {
   return (_hostname, options, callback) => {
     if (options.all) callback(null, target.addresses.map((a) => ({ address: a.address, family: a.family })));
     else callback(null, target.address, target.family);
@@ -273,7 +273,7 @@ function pinnedLookup(target: SsrfCheckResult): LookupFunction {
 }
 
 /** Waits for `promise`, or rejects with the abort reason as soon as `signal` fires. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
@@ -282,7 +282,8 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-function networkError(err: unknown, url: URL): OutboundError {
+/** A socket-level failure as an `OutboundError`, transient when trying again may help. */
+export function networkError(err: unknown, url: URL): OutboundError {
   if (err instanceof OutboundError) return err;
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   const hangUp = err instanceof Error && /socket hang up/i.test(err.message);

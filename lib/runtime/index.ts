@@ -13,6 +13,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { EaselConfig } from '../config';
 import type { KnowledgeAdmin } from '../knowledge/types';
 import type { ModelResolver } from '../llm/models';
+import type { McpConnector } from '../mcp/types';
 import type { SsrfGuard } from '../outbound/ssrf';
 import type { StoreContext } from '../store/dynamo';
 import type { TurnEngine } from '../turns/execute';
@@ -20,6 +21,7 @@ import type { TurnLifecycle } from '../turns/lifecycle';
 import { buildEngine } from './engine';
 import { buildGuard } from './guard';
 import { buildKnowledge } from './knowledge';
+import { buildMcpConnector } from './mcp';
 import { buildModels } from './models';
 import { type Enqueue, sqsEnqueue } from './queue';
 import { setupSecrets, type Secrets } from '../secrets';
@@ -31,6 +33,7 @@ export { buildEngine, type EngineParts } from './engine';
 export { buildGuard } from './guard';
 export { buildKnowledge, type KnowledgeParts } from './knowledge';
 export { createShutdown, type DeadlineTimers, invocationDeadline, type InvocationDeadline, type Shutdown } from './lifecycle';
+export { buildMcpConnector } from './mcp';
 export { buildModels, llmSettings } from './models';
 export { type ParameterReader, ssmParameter } from './parameters';
 export { type Enqueue, sqsEnqueue } from './queue';
@@ -51,6 +54,8 @@ export interface Runtime {
   engine: TurnEngine;
   /** Knowledge bases of every tenant: the APIs manage them, runs search their tenant's (`forTenant`). */
   knowledge: KnowledgeAdmin;
+  /** Speaks MCP to tenants' servers through `guard`; a tenant's runs see theirs through `createRunMcp`. */
+  mcpConnector: McpConnector;
   /** Sends an async or queued turn to the worker; absent without a queue (EASEL_TURN_QUEUE_URL). */
   enqueue?: Enqueue;
 }
@@ -73,6 +78,7 @@ export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}):
   const guard = buildGuard(config);
   const secretsFor = (tenant: string) => secrets.resolverFor(tenant);
   const knowledge = buildKnowledge(config, { store, guard, secretsFor });
+  const mcpConnector = buildMcpConnector({ guard });
   const engine = buildEngine(config, {
     store,
     models,
@@ -92,6 +98,7 @@ export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}):
     secrets,
     engine,
     knowledge,
+    mcpConnector,
     ...(queueUrl ? { enqueue: sqsEnqueue(queueUrl) } : {}),
   };
 }

@@ -48,3 +48,4 @@ export {
 } from './email';
 export { SUB_AGENT_TIMEOUT_MS, subAgentTool, type SubAgentHost } from './sub-agent';
 export * from './types';
+export { customHeaderSchema, type McpEntry, mcpEntrySchema, McpSessions, modelName, type NamedTool } from './mcp';

@@ -62,7 +62,7 @@ describe('Agent with a sub-agent tool', () => {
     expect(final?.messages.at(-1)?.content).toMatch(/used all 2 rounds/);
   });
 
-  it('refuses tool kinds other than sub-Agents, and MCP, at load time, naming them', () => {
+  it('refuses tool kinds other than sub-Agents and malformed MCP entries at load time, naming them', () => {
     const dsl = fixture('agent-subagent') as { components: Record<string, { obj: { params: Record<string, unknown> } }> };
     const params = dsl.components['Agent:Planner']?.obj.params as Record<string, unknown>;
     params.tools = [
@@ -72,7 +72,7 @@ describe('Agent with a sub-agent tool', () => {
       { component_name: 'WenCai', name: 'stocks', params: {} },
       { component_name: 'Agent', name: 'helper', params: {} },
     ];
-    params.mcp = [{ mcp_id: 'x', tools: {} }];
+    params.mcp = [{ mcp_id: 'x', tools: {} }, { tools: {} }];
     const error = (() => {
       try {
         compileWorkflow(dsl, builtinComponents);
@@ -88,6 +88,7 @@ describe('Agent with a sub-agent tool', () => {
       field: 'obj.params.tools',
       message: `unsupported tool kinds: Jin10, WenCai (supported: Agent, ${builtinTools.kinds.join(', ')}). Jin10: it calls a regional market-data service Easel does not integrate. WenCai: it calls a regional market-data service Easel does not integrate. An import with drop_unsupported_tools leaves them out and reports what it dropped.`,
     }));
-    expect(problems).toContainEqual(expect.objectContaining({ component_id: 'Agent:Planner', field: 'obj.params.mcp', message: 'MCP servers are not supported' }));
+    expect(problems).toContainEqual(expect.objectContaining({ component_id: 'Agent:Planner', field: 'obj.params.mcp.1.mcp_id' }));
+    expect(problems.filter((p) => p.field?.startsWith('obj.params.mcp'))).toHaveLength(1);
   });
 });

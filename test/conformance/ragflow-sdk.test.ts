@@ -105,7 +105,6 @@ function runDriver(shim: string, config: unknown): Promise<Report> {
 /** The missing components and tools a refusal names (lib/canvas/dsl.ts and the Agent's tool check). */
 function missingIn(message: string): string[] {
   const names = [...message.matchAll(/unsupported (?:components|tool kinds): ([A-Za-z0-9_, ]+?)(?: \(|;|$)/g)].flatMap((m) => (m[1] as string).split(', '));
-  if (/MCP servers are not supported/.test(message)) names.push('MCP');
   return [...new Set(names)];
 }
 

@@ -106,7 +106,7 @@ const importsPackage = (metafile: Metafile, module: string, pkg: string) =>
   (metafile.inputs[module]?.imports ?? []).some((i) => i.path === pkg || i.path.startsWith(`${pkg}/`));
 
 /** SDK clients a turn rarely needs: imported when first used, so no cold start initialises them. */
-const LAZY_PACKAGES = ['@aws-sdk/client-bedrock-agent-runtime'];
+const LAZY_PACKAGES = ['@aws-sdk/client-bedrock-agent-runtime', '@modelcontextprotocol/sdk'];
 
 /**
  * The DynamoDB IAM actions lib/store sends, from its `new XCommand(` calls (only in `files`
