@@ -9,17 +9,25 @@
  * Every round's text reaches a downstream Message live; `use_tools` records each call made.
  * The files it is shown (as LLM's) stay in its prompt for every round. Chunks its tools
  * retrieve join the pass's references; with `cite` (on by default) it is asked to cite them.
+ *
+ * Each model round and tool call, also a sub-Agent's, is recorded and then `callCompleted`:
+ * an async turn checkpoints there. A resumed turn runs the interrupted Agent again, and the
+ * rounds and calls it had completed are answered from their records (`recordedCall`): the
+ * model and the tools are not called again, and a replayed round's text comes out as it was,
+ * in one piece. A sub-Agent is run again rather than answered whole, so that its own calls
+ * are replayed and recorded in turn.
  */
 import { z } from 'zod';
+import type { CompletedCall } from '../canvas/calls';
 import { type ComponentContext, type ComponentDefinition, defineComponent } from '../canvas/component';
 import { isRecord } from '../canvas/references';
 import { TextStream } from '../canvas/text-stream';
-import type { ChatMessage, ChatModel, ChatOptions, ToolCall, ToolSpec } from '../llm/types';
-import { callTool } from '../tools/call';
+import type { ChatEvent, ChatMessage, ChatModel, ChatOptions, ToolCall, ToolSpec, Usage } from '../llm/types';
+import { callTool, type SettledOutcome } from '../tools/call';
 import { ToolSuspendedError, ToolUnavailableError } from '../tools/errors';
 import { builtinTools, type ToolEntry, type ToolRegistry } from '../tools/registry';
 import { subAgentTool } from '../tools/sub-agent';
-import type { Tool, ToolContext, ToolServices } from '../tools/types';
+import type { Tool, ToolContext, ToolReferences, ToolServices } from '../tools/types';
 import {
   DEFAULT_HISTORY_WINDOW,
   checkFilesVariable,
@@ -29,6 +37,7 @@ import {
   schemaInstructions,
   structuredAnswer,
   structuredSchema,
+  modelCallRequest,
   recordModelCall,
 } from './llm-params';
 import { citationPrompt } from '../knowledge/format';
@@ -202,8 +211,9 @@ async function* runRounds(
     let text = '';
     const calls: ToolCall[] = [];
     const options: ChatOptions = { messages: [...messages], ...(last ? {} : { tools: tools.map((t) => t.spec) }), ...samplingOptions(p) };
+    const recorded = rounds.ctx.recordedCall({ kind: 'model', name: model.id, request: modelCallRequest(model, options) });
     try {
-      for await (const event of model.chat({ ...options, signal: rounds.signal })) {
+      for await (const event of recorded ? recordedChat(recorded) : model.chat({ ...options, signal: rounds.signal })) {
         if (event.type === 'text') {
           text += event.text;
           answer += event.text;
@@ -219,6 +229,7 @@ async function* runRounds(
       recordModelCall(rounds.ctx, model, options, { error });
       throw error;
     }
+    if (!recorded) await rounds.ctx.callCompleted();
     if (last || calls.length === 0) {
       if (citing) keepCited(rounds.ctx, answer);
       return;
@@ -298,9 +309,12 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
     get: (reference) => rounds.ctx.get(reference),
   };
   const request = { tool: call.name, arguments: args };
-  let outcome;
+  const recorded = rounds.ctx.recordedCall({ kind: 'tool', name: call.name, request });
+  // a sub-Agent runs again: its own rounds and calls are the ones answered from their records
+  const replayed = bound.tool.nested ? undefined : recordedOutcome(recorded);
+  let outcome: SettledOutcome;
   try {
-    outcome = await callTool(bound.tool, args, ctx, rounds.registry, call.name);
+    outcome = replayed ?? (await callTool(bound.tool, args, ctx, rounds.registry, call.name));
   } catch (error) {
     rounds.ctx.recordCall({ kind: 'tool', name: call.name, request, error: error instanceof Error ? error.message : String(error) });
     throw error;
@@ -319,13 +333,44 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
           // the chunks' text is in `content` already: their ids are enough here
           ...(references ? { references: references.chunks.map((c) => c.id) } : {}),
         },
+        // the chunks in full, for a resumed batch that answers this call again
+        ...(references ? { replay: { references } satisfies RecordedExtra } : {}),
       }
       : outcome.kind === 'error' ? { error: outcome.error.message } : { result: { suspended: outcome.prompt } }),
   });
   if (references) rounds.ctx.addReference(references.chunks, references.doc_aggs);
+  if (!replayed) await rounds.ctx.callCompleted();
   if (outcome.kind === 'result') return outcome.content;
   if (outcome.kind === 'error') return `error: ${outcome.error.message}`;
   throw new ToolSuspendedError(call.name, outcome.prompt);
+}
+
+/** What a tool call's record keeps for a replay besides its result. */
+interface RecordedExtra {
+  references: ToolReferences;
+}
+
+/** A model round answered from its record: its text in one piece, its tool calls, its usage. */
+async function* recordedChat(call: CompletedCall): AsyncGenerator<ChatEvent, void, undefined> {
+  const result = call.record.result as { text?: string; tool_calls?: ToolCall[]; usage: Usage };
+  if (result.text) yield { type: 'text', text: result.text };
+  for (const toolCall of result.tool_calls ?? []) yield { type: 'tool_call', call: toolCall };
+  yield { type: 'done', usage: result.usage, finish_reason: result.tool_calls?.length ? 'tool_calls' : 'stop' };
+}
+
+/** A tool call answered from its record, as the tool answered it; undefined when it did not give a result. */
+function recordedOutcome(call: CompletedCall | undefined): SettledOutcome | undefined {
+  const result = call?.record.result;
+  if (!isRecord(result) || typeof result.content !== 'string') return undefined;
+  const extra = call?.replay as RecordedExtra | undefined;
+  // references recorded by id only cannot be added again: the call is made again instead
+  if (result.references !== undefined && !extra?.references) return undefined;
+  return {
+    kind: 'result',
+    content: result.content,
+    ...(result.data !== undefined ? { data: result.data } : {}),
+    ...(extra?.references ? { references: extra.references } : {}),
+  };
 }
 
 function parseArguments(text: string): Record<string, unknown> | undefined {
