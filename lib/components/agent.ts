@@ -309,12 +309,15 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
     get: (reference) => rounds.ctx.get(reference),
   };
   const request = { tool: call.name, arguments: args };
-  const recorded = rounds.ctx.recordedCall({ kind: 'tool', name: call.name, request });
-  // a sub-Agent runs again: its own rounds and calls are the ones answered from their records
-  const replayed = bound.tool.nested ? undefined : recordedOutcome(recorded);
+  // a sub-Agent runs again, its own rounds and calls answered from their records; its record,
+  // if the batch had completed it, is passed over once it has (it comes after theirs)
+  const nested = bound.tool.nested === true;
+  const replayed = nested ? undefined : recordedOutcome(rounds.ctx.recordedCall({ kind: 'tool', name: call.name, request }));
   let outcome: SettledOutcome;
+  let passedOver = false;
   try {
     outcome = replayed ?? (await callTool(bound.tool, args, ctx, rounds.registry, call.name));
+    passedOver = nested && rounds.ctx.recordedCall({ kind: 'tool', name: call.name, request }) !== undefined;
   } catch (error) {
     rounds.ctx.recordCall({ kind: 'tool', name: call.name, request, error: error instanceof Error ? error.message : String(error) });
     throw error;
@@ -339,7 +342,7 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
       : outcome.kind === 'error' ? { error: outcome.error.message } : { result: { suspended: outcome.prompt } }),
   });
   if (references) rounds.ctx.addReference(references.chunks, references.doc_aggs);
-  if (!replayed) await rounds.ctx.callCompleted();
+  if (!replayed && !passedOver) await rounds.ctx.callCompleted();
   if (outcome.kind === 'result') return outcome.content;
   if (outcome.kind === 'error') return `error: ${outcome.error.message}`;
   throw new ToolSuspendedError(call.name, outcome.prompt);
