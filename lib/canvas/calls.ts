@@ -140,8 +140,9 @@ export interface ReplayDivergence {
  * runs anew. A call is matched by component, container path, kind and request hash, in the
  * order the records were made (calls made in parallel may have completed in another order).
  * A request that no record of its component matches ends that component's replay: it and every
- * later call of the component go live, and the divergence is reported. Failed calls are not
- * answered from their records (a failure may have been transient): they are made again.
+ * later call of the component go live, and the divergence is reported. A failed call's record
+ * is handed over too: the component knows whether its failure was final (a tool's error told
+ * to the model) or may not be (a transient one), and then makes the call again.
  */
 export class CallReplay {
   private readonly pending = new Map<string, CompletedCall[]>();
@@ -157,7 +158,7 @@ export class CallReplay {
     }
   }
 
-  /** The recorded outcome of this call, if the batch completed it before; undefined: make it. */
+  /** The record of this call, if the batch completed it before; undefined: make it. */
   take(componentId: string, path: readonly string[], call: Pick<CallReport, 'kind' | 'name' | 'request'>): CompletedCall | undefined {
     const key = callKey(componentId, path);
     const list = this.pending.get(key);
@@ -171,7 +172,6 @@ export class CallReplay {
       return undefined;
     }
     const [found] = list.splice(at, 1) as [CompletedCall];
-    if (found.record.status !== 'ok') return undefined;
     this.replayed++;
     return found;
   }

@@ -73,7 +73,7 @@ export interface ComponentContext {
    * The outcome of this call as the turn recorded it before it was interrupted: a resumed
    * batch runs again, and answers from here the calls it had completed (see calls.ts). The
    * component reports the call as usual (`recordCall`) with the recorded outcome. Undefined:
-   * make the call.
+   * make the call; so too when the record is of a failure that may not be final.
    */
   recordedCall(call: Pick<CallReport, 'kind' | 'name' | 'request'>): CompletedCall | undefined;
   /**

@@ -24,7 +24,7 @@ import { isRecord } from '../canvas/references';
 import { TextStream } from '../canvas/text-stream';
 import type { ChatEvent, ChatMessage, ChatModel, ChatOptions, ToolCall, ToolSpec, Usage } from '../llm/types';
 import { callTool, type SettledOutcome } from '../tools/call';
-import { ToolSuspendedError, ToolUnavailableError } from '../tools/errors';
+import { ToolError, ToolSuspendedError, ToolUnavailableError } from '../tools/errors';
 import { builtinTools, type ToolEntry, type ToolRegistry } from '../tools/registry';
 import { subAgentTool } from '../tools/sub-agent';
 import type { Tool, ToolContext, ToolReferences, ToolServices } from '../tools/types';
@@ -211,7 +211,8 @@ async function* runRounds(
     let text = '';
     const calls: ToolCall[] = [];
     const options: ChatOptions = { messages: [...messages], ...(last ? {} : { tools: tools.map((t) => t.spec) }), ...samplingOptions(p) };
-    const recorded = rounds.ctx.recordedCall({ kind: 'model', name: model.id, request: modelCallRequest(model, options) });
+    // a round that failed is asked again
+    const recorded = answered(rounds.ctx.recordedCall({ kind: 'model', name: model.id, request: modelCallRequest(model, options) }));
     try {
       for await (const event of recorded ? recordedChat(recorded) : model.chat({ ...options, signal: rounds.signal })) {
         if (event.type === 'text') {
@@ -339,7 +340,8 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
         // the chunks in full, for a resumed batch that answers this call again
         ...(references ? { replay: { references } satisfies RecordedExtra } : {}),
       }
-      : outcome.kind === 'error' ? { error: outcome.error.message } : { result: { suspended: outcome.prompt } }),
+      // a failure told to the model is final: a resumed batch tells it again rather than call
+      : outcome.kind === 'error' ? { error: outcome.error.message, replay: { told: true } satisfies RecordedExtra } : { result: { suspended: outcome.prompt } }),
   });
   if (references) rounds.ctx.addReference(references.chunks, references.doc_aggs);
   if (!replayed && !passedOver) await rounds.ctx.callCompleted();
@@ -350,7 +352,14 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
 
 /** What a tool call's record keeps for a replay besides its result. */
 interface RecordedExtra {
-  references: ToolReferences;
+  /** The result's references in full. */
+  references?: ToolReferences;
+  /** The call failed for good, and the model was told. */
+  told?: true;
+}
+
+function answered(call: CompletedCall | undefined): CompletedCall | undefined {
+  return call?.record.status === 'ok' ? call : undefined;
 }
 
 /** A model round answered from its record: its text in one piece, its tool calls, its usage. */
@@ -361,11 +370,17 @@ async function* recordedChat(call: CompletedCall): AsyncGenerator<ChatEvent, voi
   yield { type: 'done', usage: result.usage, finish_reason: result.tool_calls?.length ? 'tool_calls' : 'stop' };
 }
 
-/** A tool call answered from its record, as the tool answered it; undefined when it did not give a result. */
+/**
+ * A tool call answered from its record, as the tool answered it: its result, or the failure
+ * the model was told. Undefined (make the call) for a failure that may have been transient, a
+ * suspension, or references kept by id only.
+ */
 function recordedOutcome(call: CompletedCall | undefined): SettledOutcome | undefined {
-  const result = call?.record.result;
+  if (!call) return undefined;
+  const extra = call.replay as RecordedExtra | undefined;
+  if (call.record.status === 'error') return extra?.told ? { kind: 'error', error: new ToolError(call.record.error ?? 'the tool failed') } : undefined;
+  const result = call.record.result;
   if (!isRecord(result) || typeof result.content !== 'string') return undefined;
-  const extra = call?.replay as RecordedExtra | undefined;
   // references recorded by id only cannot be added again: the call is made again instead
   if (result.references !== undefined && !extra?.references) return undefined;
   return {

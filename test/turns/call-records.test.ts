@@ -142,15 +142,15 @@ describe('call records', () => {
     expect(replay.take('Agent:A', [], { kind: 'model', name: 'm', request: { round: 0 } })?.record.result).toEqual({ text: 'a' });
     expect(replay.take('Agent:A', [], { kind: 'tool', name: 't_0', request: { q: 1 } })?.record.result).toEqual({ content: 'one' });
     expect(replay.take('Agent:A', [], { kind: 'tool', name: 't_0', request: { q: 2 } })?.record.result).toEqual({ content: 'two' });
-    // a failed call is made again (its failure may have been transient)
-    expect(replay.take('Agent:A', [], { kind: 'tool', name: 't_0', request: { q: 3 } })).toBeUndefined();
+    // a failed call's record too: the component knows whether that failure was final
+    expect(replay.take('Agent:A', [], { kind: 'tool', name: 't_0', request: { q: 3 } })?.record).toMatchObject({ status: 'error', error: 'the service answered 500' });
     // nothing recorded at that path: a call in flight, not a divergence
     expect(replay.take('Agent:B', [], { kind: 'model', name: 'm', request: { round: 0 } })).toBeUndefined();
     // a request that differs: live, and so is every later call of that component
     expect(replay.take('Agent:B', ['Loop:L'], { kind: 'model', name: 'm', request: { round: 0, changed: true } })).toBeUndefined();
     expect(replay.take('Agent:B', ['Loop:L'], { kind: 'model', name: 'm', request: { round: 0 } })).toBeUndefined();
     expect(replay.diverged).toEqual([{ component_id: 'Agent:B', kind: 'model', ordinal: 0 }]);
-    expect(replay.replayed).toBe(3);
+    expect(replay.replayed).toBe(4);
   });
 
   it('are bounded per turn: later calls are counted, not recorded, and ordinals go on', () => {

@@ -195,6 +195,29 @@ describe('an async turn killed inside an Agent’s tool loop', () => {
     expect(shown).toEqual(['Looking up harbour bridge. Looking up old lighthouse. Looking up town hall. Found 3 sources: opened in 1932, lit in 1871, finished in 1904.']);
   }, 120_000);
 
+  it('a tool call that failed for good is told to the model again, not made again', async () => {
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(worker().deps.engine, tenant, researcher());
+    const messageId = 'failed-search';
+    const body = queued(tenant, workflowId, messageId);
+    // the first search is refused (a permanent failure the model reads); killed after the second
+    tavily.enqueue({ kind: 'status', status: 400, body: '{"detail":{"error":"Invalid query."}}' });
+    const first = worker();
+    let since = mark();
+    await processMessage(first.deps, body, { messageId, hooks: { afterCheckpoint: (_seq, info) => void (info.inBatch && info.calls === 4 && kill(first)) } });
+    expect(counts(since)).toEqual({ model: 2, tavily: 2 });
+
+    since = mark();
+    const done = await processMessage(worker({ storeNow: T0 + LEASE_MS + 1 }).deps, body, { messageId });
+    if (done.kind !== 'done') throw new Error(JSON.stringify(done));
+    expect(counts(since)).toEqual({ model: 2, tavily: 1 });
+    const resumed = await committed(tenant, done.runId);
+    const searches = resumed.calls.records.filter((r) => r.kind === 'tool').map((r) => r.status);
+    expect(searches).toEqual(['error', 'ok', 'ok']);
+    const asked = model.requests.at(-1)?.body.messages.filter((m) => m.role === 'tool').map((m) => m.content.slice(0, 6));
+    expect(asked?.[0]).toBe('error:');
+  }, 120_000);
+
   it('inside a sub-Agent: the sub-Agent runs again with its completed rounds answered from their records', async () => {
     const tenant = newTenant();
     const workflowId = await newWorkflow(worker().deps.engine, tenant, delegating());
