@@ -8,6 +8,11 @@
  * The schema is defined here once (`CallRecord`, version 1). A turn keeps at most
  * `MAX_CALLS_PER_TURN`; later calls are counted in `dropped` and not recorded, so a replay of
  * that turn goes live from the first call that is missing.
+ *
+ * Exact resume: an async turn checkpoints after every call a component completes inside a
+ * batch (an Agent's model rounds and tool calls). The checkpoint holds the state at the batch's
+ * start and the calls completed since (`CompletedCall`); the resumed batch runs again and
+ * `CallReplay` answers those calls from their records, so none of them is made twice.
  */
 import { createHash } from 'node:crypto';
 
@@ -42,6 +47,17 @@ export interface CallReport {
   request: unknown;
   result?: unknown;
   error?: string;
+  /**
+   * What answering the call again needs beyond `result` (a tool's references in full): kept in
+   * a checkpoint's calls in flight only, never in the turn's records.
+   */
+  replay?: unknown;
+}
+
+/** A call of the batch in flight, as a checkpoint keeps it for the batch to run again. */
+export interface CompletedCall {
+  record: CallRecord;
+  replay?: unknown;
 }
 
 /** @default bound of recorded calls per turn */
@@ -52,6 +68,8 @@ export class CallLog {
   readonly records: CallRecord[];
   dropped: number;
   private readonly ordinals = new Map<string, number>();
+  /** `CallReport.replay` by record index. */
+  private readonly extras = new Map<number, unknown>();
 
   constructor(from: { records?: readonly CallRecord[]; dropped?: number } = {}, private readonly max = MAX_CALLS_PER_TURN) {
     this.records = [...(from.records ?? [])];
@@ -65,6 +83,7 @@ export class CallLog {
       this.dropped++;
       return;
     }
+    if (report.replay !== undefined) this.extras.set(this.records.length, report.replay);
     this.records.push({
       v: 1,
       component_id: componentId,
@@ -79,9 +98,17 @@ export class CallLog {
     });
   }
 
+  /** The calls recorded after the first `count`, with what replaying them needs. */
+  completedSince(count: number): CompletedCall[] {
+    return this.records.slice(count).map((record, i) => {
+      const replay = this.extras.get(count + i);
+      return replay === undefined ? { record } : { record, replay };
+    });
+  }
+
   /** The next ordinal of a component at a path, counted whether or not the call is recorded. */
   private bump(componentId: string, path: readonly string[]): number {
-    const key = `${componentId}\u0000${path.join('/')}`;
+    const key = callKey(componentId, path);
     const n = this.ordinals.get(key) ?? 0;
     this.ordinals.set(key, n + 1);
     return n;
@@ -98,4 +125,58 @@ function stableJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
   const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
+}
+
+/** A call a resumed batch made differently from its record: from there it went live. */
+export interface ReplayDivergence {
+  component_id: string;
+  kind: CallKind;
+  /** The ordinal of the first record left unanswered. */
+  ordinal: number;
+}
+
+/**
+ * The calls a batch completed before its turn was interrupted, answered again when the batch
+ * runs anew. A call is matched by component, container path, kind and request hash, in the
+ * order the records were made (calls made in parallel may have completed in another order).
+ * A request that no record of its component matches ends that component's replay: it and every
+ * later call of the component go live, and the divergence is reported. A failed call's record
+ * is handed over too: the component knows whether its failure was final (a tool's error told
+ * to the model) or may not be (a transient one), and then makes the call again.
+ */
+export class CallReplay {
+  private readonly pending = new Map<string, CompletedCall[]>();
+  replayed = 0;
+  readonly diverged: ReplayDivergence[] = [];
+
+  constructor(calls: readonly CompletedCall[]) {
+    for (const call of calls) {
+      const key = callKey(call.record.component_id, call.record.path);
+      const list = this.pending.get(key);
+      if (list) list.push(call);
+      else this.pending.set(key, [call]);
+    }
+  }
+
+  /** The record of this call, if the batch completed it before; undefined: make it. */
+  take(componentId: string, path: readonly string[], call: Pick<CallReport, 'kind' | 'name' | 'request'>): CompletedCall | undefined {
+    const key = callKey(componentId, path);
+    const list = this.pending.get(key);
+    if (!list || list.length === 0) return undefined;
+    const hash = requestHash(call.request);
+    const at = list.findIndex((c) => c.record.kind === call.kind && c.record.name === call.name && c.record.request_hash === hash);
+    if (at < 0) {
+      const first = list[0] as CompletedCall;
+      this.diverged.push({ component_id: componentId, kind: first.record.kind, ordinal: first.record.ordinal });
+      this.pending.delete(key);
+      return undefined;
+    }
+    const [found] = list.splice(at, 1) as [CompletedCall];
+    this.replayed++;
+    return found;
+  }
+}
+
+function callKey(componentId: string, path: readonly string[]): string {
+  return `${componentId}\u0000${path.join('/')}`;
 }

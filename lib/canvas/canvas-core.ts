@@ -3,7 +3,7 @@
  * form-state.ts, turn-ends.ts). Internal to the engine: `Canvas` owns one and is the only
  * thing other modules see.
  */
-import { CallLog } from './calls';
+import { CallLog, type CallReplay } from './calls';
 import type { Outputs } from './component';
 import { nodeState } from './context';
 import type { Workflow } from './dsl';
@@ -52,6 +52,25 @@ export interface CanvasCore {
   deferred: DeferredFinish[];
   /** The last turn ended at a checkpoint, unfinished. */
   suspended: boolean;
+  /**
+   * Where the batch in flight starts again, kept while a batch that reaches outside the run
+   * runs under a control that checkpoints its calls (`TurnControl.afterCall`).
+   */
+  batchStart: BatchStart | undefined;
+  /** The calls of the batch a resumed turn runs again, answered from their records. */
+  replay: CallReplay | undefined;
+}
+
+/** The turn as it was when the batch in flight started: what a checkpoint taken mid-batch restores. */
+export interface BatchStart {
+  /** A copy: the batch changes the live state. */
+  state: CanvasState;
+  steps: number;
+  usage: TurnUsage;
+  history: TurnHistoryEntry[];
+  /** Call records made before the batch, and calls dropped past the bound. */
+  calls: number;
+  dropped: number;
 }
 
 /** A component failure that fails the run (no exception policy took it). */

@@ -13,7 +13,7 @@
  *   for await (const e of canvas.run({ query: 'hi' })) console.log(e.event);
  *   await store.save(canvas.serialize()); // after the run ended: paused or finished
  */
-import { type CallRecord, CallLog } from './calls';
+import { type CallRecord, CallLog, CallReplay, type ReplayDivergence } from './calls';
 import { EaselError } from '../errors';
 import { type BeginRules, type CanvasCore, elapsedInPass, emptyUsage, seconds, type TurnUsage } from './canvas-core';
 import { appendHistory, nodeState, type RunScope } from './context';
@@ -25,7 +25,7 @@ import type { FormField } from './forms';
 import { isRecord } from './references';
 import { NEVER_ABORTED, parseRunInput, type RunInput } from './run-input';
 import { type CanvasState, dict, type PendingPrompt, readState, type RunStatus, STATE_VERSION, type TurnHistoryEntry } from './state';
-import { drive, type TurnCheckpoint, type TurnControl } from './turn-loop';
+import { callCompleted, drive, type TurnCheckpoint, type TurnControl } from './turn-loop';
 
 export type { BeginRules, TurnUsage } from './canvas-core';
 export type { RunInput } from './run-input';
@@ -83,6 +83,8 @@ export class Canvas {
       previousDue: undefined,
       deferred: [],
       suspended: false,
+      batchStart: undefined,
+      replay: undefined,
     };
   }
 
@@ -166,9 +168,11 @@ export class Canvas {
     core.usage = emptyUsage();
     core.turnHistory = [];
     core.calls = new CallLog();
+    core.replay = undefined;
+    core.batchStart = undefined;
     core.previousDue = resuming && !request.timeout ? core.state.prompt?.due_at : undefined;
     try {
-      const scope = this.scope(request.signal);
+      const scope = this.scope(request.signal, control);
       const s = core.state;
       s.globals['sys.date'] = formatDate(core.clock());
       if (request.userId !== undefined) s.globals['sys.user_id'] = request.userId;
@@ -199,8 +203,9 @@ export class Canvas {
   }
 
   /**
-   * Finishes a turn from a checkpoint taken by `afterBatch` (the canvas restored from
-   * `checkpoint.state`): the batches already run are not run again.
+   * Finishes a turn from a checkpoint taken by `afterBatch` or `afterCall` (the canvas
+   * restored from `checkpoint.state`): the batches already run are not run again, and the
+   * calls a checkpoint inside a batch kept are answered from their records.
    */
   async *continueTurn(checkpoint: TurnCheckpoint, control: TurnControl = {}, signal?: AbortSignal): AsyncGenerator<CanvasEvent, void, undefined> {
     this.assertIdle();
@@ -214,9 +219,11 @@ export class Canvas {
     core.usage = { ...checkpoint.usage };
     core.turnHistory = [...checkpoint.history];
     core.calls = new CallLog(checkpoint.calls ?? {});
+    core.replay = checkpoint.replay && checkpoint.replay.length > 0 ? new CallReplay(checkpoint.replay) : undefined;
+    core.batchStart = undefined;
     core.previousDue = undefined;
     try {
-      yield* drive(core, this.scope(signal ?? NEVER_ABORTED), { steps: checkpoint.steps }, control);
+      yield* drive(core, this.scope(signal ?? NEVER_ABORTED, control), { steps: checkpoint.steps }, control);
       this.broken = core.suspended;
     } finally {
       this.active = false;
@@ -293,6 +300,14 @@ export class Canvas {
     return { records: this.core.calls.records, dropped: this.core.calls.dropped };
   }
 
+  /**
+   * Of the last turn, resumed inside a batch: how many calls were answered from their records,
+   * and where a call differed from its record (from there it went live).
+   */
+  get lastTurnReplay(): { replayed: number; diverged: readonly ReplayDivergence[] } {
+    return { replayed: this.core.replay?.replayed ?? 0, diverged: this.core.replay?.diverged ?? [] };
+  }
+
   /** A `stop` turn: the run ends as `cancelled`. */
   async *stop(): AsyncGenerator<CanvasEvent, void, undefined> {
     this.assertIdle();
@@ -340,7 +355,7 @@ export class Canvas {
     }
   }
 
-  private scope(signal: AbortSignal): RunScope {
+  private scope(signal: AbortSignal, control: TurnControl): RunScope {
     const core = this.core;
     return {
       workflow: this.workflow,
@@ -352,6 +367,8 @@ export class Canvas {
       services: this.services,
       onHistory: (entry) => core.turnHistory.push(entry),
       recordCall: (componentId, report) => core.calls.add(componentId, this.workflow.containersOf(componentId), report),
+      replayCall: (componentId, call) => core.replay?.take(componentId, this.workflow.containersOf(componentId), call),
+      callCompleted: () => callCompleted(core, control),
       recordUsage: (u) => {
         core.usage.prompt_tokens += u.prompt_tokens;
         core.usage.completion_tokens += u.completion_tokens;

@@ -4,7 +4,7 @@
  * through its result (outputs, chosen successors, entering or leaving a scope); the engine
  * acts on results and capabilities, never on component names.
  */
-import type { CallReport } from './calls';
+import type { CallReport, CompletedCall } from './calls';
 import { z } from 'zod';
 import type { DslProblem } from './errors';
 import type { FieldType, FormField } from './forms';
@@ -69,6 +69,19 @@ export interface ComponentContext {
    * and audit: what was asked (before secrets are filled in) and what came back.
    */
   recordCall(report: CallReport): void;
+  /**
+   * The outcome of this call as the turn recorded it before it was interrupted: a resumed
+   * batch runs again, and answers from here the calls it had completed (see calls.ts). The
+   * component reports the call as usual (`recordCall`) with the recorded outcome. Undefined:
+   * make the call; so too when the record is of a failure that may not be final.
+   */
+  recordedCall(call: Pick<CallReport, 'kind' | 'name' | 'request'>): CompletedCall | undefined;
+  /**
+   * Awaited after a call made and recorded mid-invocation (an Agent's model round or tool
+   * call): an async turn keeps a checkpoint of it, so a crash repeats at most the call in
+   * flight. Resolves at once where the turn keeps none (a synchronous turn).
+   */
+  callCompleted(): Promise<void>;
   /** The conversation so far, oldest first, at most `limit` entries. */
   history(limit: number): readonly { role: 'user' | 'assistant'; content: string }[];
   /** Private state of this component that survives pauses (counters, cursors). */
@@ -153,7 +166,8 @@ export interface ComponentDefinition<P = unknown> {
   streamsInput?: boolean;
   /**
    * Reaches outside the run (a model, an HTTP endpoint): its work costs time, money or side
-   * effects, so a long turn keeps a checkpoint after it rather than do it again after a crash.
+   * effects, so a long turn keeps a checkpoint after it rather than do it again after a crash;
+   * one that makes several calls (an Agent) also after each of them (`callCompleted`).
    */
   external?: boolean;
   /** The output set to `exception_default_value` when the `comment` method handles an error. */

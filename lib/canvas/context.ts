@@ -3,7 +3,7 @@
  * Outputs are replaced, never mutated in place, so serializing the state needs no copy and
  * a value handed to one component cannot be changed under another.
  */
-import type { CallReport } from './calls';
+import type { CallReport, CompletedCall } from './calls';
 import type { ComponentContext, Outputs, ParentHandle, TokenUsage } from './component';
 import type { Workflow } from './dsl';
 import type { EventQueue } from './event-queue';
@@ -36,6 +36,10 @@ export interface RunScope {
   recordUsage(usage: TokenUsage): void;
   /** Records a call outside the run (see calls.ts). */
   recordCall?(componentId: string, report: CallReport): void;
+  /** The recorded outcome of a call of the batch in flight (a resumed turn), if there is one. */
+  replayCall?(componentId: string, call: Pick<CallReport, 'kind' | 'name' | 'request'>): CompletedCall | undefined;
+  /** Keeps a checkpoint of the calls completed so far, where the turn keeps checkpoints. */
+  callCompleted?(): Promise<void>;
   /** Told of every history entry added (with the references its message sent), so a store can keep per-turn deltas. */
   onHistory?(entry: TurnHistoryEntry): void;
 }
@@ -169,6 +173,14 @@ export class NodeContext implements ComponentContext {
 
   recordCall(report: CallReport): void {
     this.scope.recordCall?.(this.componentId, report);
+  }
+
+  recordedCall(call: Pick<CallReport, 'kind' | 'name' | 'request'>): CompletedCall | undefined {
+    return this.scope.replayCall?.(this.componentId, call);
+  }
+
+  async callCompleted(): Promise<void> {
+    await this.scope.callCompleted?.();
   }
 
   history(limit: number): readonly { role: 'user' | 'assistant'; content: string }[] {

@@ -89,6 +89,17 @@ export class TransientError extends EaselError {
   componentId: string | undefined;
 }
 
+/**
+ * The host could not keep a checkpoint of a call a component completed (its lease was lost,
+ * its store is gone, it is stopping): the batch in flight stops as on a transient failure, and
+ * the turn goes on from its last checkpoint, elsewhere or later. `cause` is the host's error.
+ */
+export class TurnInterruptedError extends TransientError {
+  constructor(cause: unknown) {
+    super('the turn was interrupted while keeping a checkpoint', { cause });
+  }
+}
+
 /** A serialized state this engine cannot read (unknown version, wrong shape). */
 export class StateVersionError extends EaselError {
   constructor(message: string) {

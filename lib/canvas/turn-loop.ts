@@ -3,12 +3,19 @@
  * A node waits while another scheduled node can still reach it, so a join runs once, after
  * all its live branches. The components of a batch run concurrently; their events are
  * emitted in frontier order.
+ *
+ * Checkpoints come in two forms, both a `TurnCheckpoint` that `continueTurn` goes on from:
+ * between batches (`afterBatch`: the state as it is), and inside a batch after each call a
+ * component completes (`afterCall`: the state at the batch's start, and the calls completed
+ * since as `replay`). A turn resumed from the second runs the batch again, its completed calls
+ * answered from their records, and emits its events anew: the events kept with such a
+ * checkpoint are those before the batch.
  */
-import type { CallRecord } from './calls';
-import { type CanvasCore, elapsedInPass, errorMessage, type Failure, seconds, setOutputs, type TurnUsage } from './canvas-core';
+import type { CallRecord, CompletedCall } from './calls';
+import { type BatchStart, type CanvasCore, elapsedInPass, errorMessage, type Failure, seconds, setOutputs, type TurnUsage } from './canvas-core';
 import type { Outputs } from './component';
 import { NodeContext, nodeState, type RunScope } from './context';
-import { TransientError } from './errors';
+import { TransientError, TurnInterruptedError } from './errors';
 import { EventQueue } from './event-queue';
 import { type CanvasEvent, event } from './events';
 import { arrive, needsInput } from './form-state';
@@ -29,6 +36,11 @@ export interface TurnCheckpoint {
   history: TurnHistoryEntry[];
   /** The calls outside the run it has made so far (absent in checkpoints of older versions). */
   calls?: { records: CallRecord[]; dropped: number };
+  /**
+   * Taken inside a batch: the calls the batch in flight completed, which it answers from here
+   * when it runs again (`state` is the batch's start, `calls` the records before it).
+   */
+  replay?: CompletedCall[];
 }
 
 /** The batch that just ran, as `afterBatch` is told of it. */
@@ -53,6 +65,14 @@ export interface TurnControl {
    * layer claims the turn before the first side effect. A throw ends the turn (nothing is saved).
    */
   beforeBatch?(batch: BatchInfo): Promise<void> | void;
+  /**
+   * Told each time a component has completed a call inside a batch (an Agent's model round or
+   * tool call); the component waits for it. The checkpoint restarts the batch in flight (see
+   * `TurnCheckpoint.replay`). A throw stops the batch as a transient failure would
+   * (`TurnInterruptedError`, its cause the thrown error). Absent: no checkpoints inside batches,
+   * and nothing is copied for them.
+   */
+  afterCall?(checkpoint: TurnCheckpoint): Promise<void>;
 }
 
 /** One of these components calls a model, a tool or a URL: work worth claiming and keeping. */
@@ -123,11 +143,13 @@ export async function* drive(
       yield* abort(core, scope, 'step_budget_run', core.budgetRun, pass.steps);
       return;
     }
+    const external = reachesOutside(core, ready);
+    core.batchStart = control.afterCall && external ? batchStart(core, turn) : undefined;
     turn.steps += ready.length;
     pass.steps += ready.length;
 
     const waiting = s.frontier.filter((id) => !ready.includes(id));
-    await control.beforeBatch?.({ ran: ready, external: reachesOutside(core, ready) });
+    await control.beforeBatch?.({ ran: ready, external });
     const result = yield* runBatch(core, scope, ready);
     lastBatch = ready;
     core.previousDue = undefined;
@@ -141,6 +163,42 @@ export async function* drive(
       yield* fail(core, scope, result.failure);
       return;
     }
+  }
+}
+
+/** The turn before the batch about to run: what a checkpoint inside the batch starts it again from. */
+function batchStart(core: CanvasCore, turn: TurnCounters): BatchStart {
+  return {
+    // streams were settled before the batch (afterBatch), so the state is plain JSON here
+    state: structuredClone(core.state),
+    steps: turn.steps,
+    usage: { ...core.usage },
+    history: [...core.turnHistory],
+    calls: core.calls.records.length,
+    dropped: core.calls.dropped,
+  };
+}
+
+/**
+ * A component completed a call inside the batch in flight: hands the control a checkpoint that
+ * runs the batch again from its start with the calls completed so far answered from their
+ * records. Nothing to do where the control keeps no such checkpoints.
+ */
+export async function callCompleted(core: CanvasCore, control: TurnControl): Promise<void> {
+  const start = core.batchStart;
+  if (!control.afterCall || !start) return;
+  const checkpoint: TurnCheckpoint = {
+    state: start.state,
+    steps: start.steps,
+    usage: { ...start.usage },
+    history: [...start.history],
+    calls: { records: core.calls.records.slice(0, start.calls), dropped: start.dropped },
+    replay: core.calls.completedSince(start.calls),
+  };
+  try {
+    await control.afterCall(checkpoint);
+  } catch (error) {
+    throw new TurnInterruptedError(error);
   }
 }
 

@@ -11,19 +11,27 @@
  * Every round's text reaches a downstream Message live; `use_tools` records each call made.
  * The files it is shown (as LLM's) stay in its prompt for every round. Chunks its tools
  * retrieve join the pass's references; with `cite` (on by default) it is asked to cite them.
+ *
+ * Each model round and tool call, also a sub-Agent's, is recorded and then `callCompleted`:
+ * an async turn checkpoints there. A resumed turn runs the interrupted Agent again, and the
+ * rounds and calls it had completed are answered from their records (`recordedCall`): the
+ * model and the tools are not called again, and a replayed round's text comes out as it was,
+ * in one piece. A sub-Agent is run again rather than answered whole, so that its own calls
+ * are replayed and recorded in turn.
  */
 import { z } from 'zod';
+import type { CompletedCall } from '../canvas/calls';
 import { type ComponentContext, type ComponentDefinition, type ComponentRegistry, defineComponent } from '../canvas/component';
 import { isRecord } from '../canvas/references';
 import { TextStream } from '../canvas/text-stream';
-import type { ChatMessage, ChatModel, ChatOptions, ToolCall, ToolSpec } from '../llm/types';
-import { callTool } from '../tools/call';
-import { ToolSuspendedError, ToolUnavailableError } from '../tools/errors';
+import type { ChatEvent, ChatMessage, ChatModel, ChatOptions, ToolCall, ToolSpec, Usage } from '../llm/types';
+import { callTool, type SettledOutcome } from '../tools/call';
+import { ToolError, ToolSuspendedError, ToolUnavailableError } from '../tools/errors';
 import { customHeaderSchema, mcpEntrySchema, McpSessions, modelName } from '../tools/mcp';
 import { refusalOf } from '../tools/refused';
 import { builtinTools, type ToolEntry, type ToolRegistry } from '../tools/registry';
 import { subAgentTool } from '../tools/sub-agent';
-import type { Tool, ToolContext, ToolServices } from '../tools/types';
+import type { Tool, ToolContext, ToolReferences, ToolServices } from '../tools/types';
 import {
   DEFAULT_HISTORY_WINDOW,
   checkFilesVariable,
@@ -33,6 +41,7 @@ import {
   schemaInstructions,
   structuredAnswer,
   structuredSchema,
+  modelCallRequest,
   recordModelCall,
 } from './llm-params';
 import { citationPrompt } from '../knowledge/format';
@@ -245,8 +254,10 @@ async function* runRounds(
     let text = '';
     const calls: ToolCall[] = [];
     const options: ChatOptions = { messages: [...messages], ...(last ? {} : { tools: tools.map((t) => t.spec) }), ...samplingOptions(p) };
+    // a round that failed is asked again
+    const recorded = answered(rounds.ctx.recordedCall({ kind: 'model', name: model.id, request: modelCallRequest(model, options) }));
     try {
-      for await (const event of model.chat({ ...options, signal: rounds.signal })) {
+      for await (const event of recorded ? recordedChat(recorded) : model.chat({ ...options, signal: rounds.signal })) {
         if (event.type === 'text') {
           text += event.text;
           answer += event.text;
@@ -262,6 +273,7 @@ async function* runRounds(
       recordModelCall(rounds.ctx, model, options, { error });
       throw error;
     }
+    if (!recorded) await rounds.ctx.callCompleted();
     if (last || calls.length === 0) {
       if (citing) keepCited(rounds.ctx, answer);
       return;
@@ -339,9 +351,15 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
     get: (reference) => rounds.ctx.get(reference),
   };
   const request = { tool: call.name, arguments: args };
-  let outcome;
+  // a sub-Agent runs again, its own rounds and calls answered from their records; its record,
+  // if the batch had completed it, is passed over once it has (it comes after theirs)
+  const nested = bound.tool.nested === true;
+  const replayed = nested ? undefined : recordedOutcome(rounds.ctx.recordedCall({ kind: 'tool', name: call.name, request }));
+  let outcome: SettledOutcome;
+  let passedOver = false;
   try {
-    outcome = await callTool(bound.tool, args, ctx, rounds.registry, call.name);
+    outcome = replayed ?? (await callTool(bound.tool, args, ctx, rounds.registry, call.name));
+    passedOver = nested && rounds.ctx.recordedCall({ kind: 'tool', name: call.name, request }) !== undefined;
   } catch (error) {
     rounds.ctx.recordCall({ kind: 'tool', name: call.name, request, error: error instanceof Error ? error.message : String(error) });
     throw error;
@@ -360,13 +378,58 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
           // the chunks' text is in `content` already: their ids are enough here
           ...(references ? { references: references.chunks.map((c) => c.id) } : {}),
         },
+        // the chunks in full, for a resumed batch that answers this call again
+        ...(references ? { replay: { references } satisfies RecordedExtra } : {}),
       }
-      : outcome.kind === 'error' ? { error: outcome.error.message } : { result: { suspended: outcome.prompt } }),
+      // a failure told to the model is final: a resumed batch tells it again rather than call
+      : outcome.kind === 'error' ? { error: outcome.error.message, replay: { told: true } satisfies RecordedExtra } : { result: { suspended: outcome.prompt } }),
   });
   if (references) rounds.ctx.addReference(references.chunks, references.doc_aggs);
+  if (!replayed && !passedOver) await rounds.ctx.callCompleted();
   if (outcome.kind === 'result') return outcome.content;
   if (outcome.kind === 'error') return `error: ${outcome.error.message}`;
   throw new ToolSuspendedError(call.name, outcome.prompt);
+}
+
+/** What a tool call's record keeps for a replay besides its result. */
+interface RecordedExtra {
+  /** The result's references in full. */
+  references?: ToolReferences;
+  /** The call failed for good, and the model was told. */
+  told?: true;
+}
+
+function answered(call: CompletedCall | undefined): CompletedCall | undefined {
+  return call?.record.status === 'ok' ? call : undefined;
+}
+
+/** A model round answered from its record: its text in one piece, its tool calls, its usage. */
+async function* recordedChat(call: CompletedCall): AsyncGenerator<ChatEvent, void, undefined> {
+  const result = call.record.result as { text?: string; tool_calls?: ToolCall[]; usage: Usage };
+  if (result.text) yield { type: 'text', text: result.text };
+  for (const toolCall of result.tool_calls ?? []) yield { type: 'tool_call', call: toolCall };
+  yield { type: 'done', usage: result.usage, finish_reason: result.tool_calls?.length ? 'tool_calls' : 'stop' };
+}
+
+/**
+ * A tool call answered from its record, as the tool answered it: its result, or the failure
+ * the model was told. Undefined (make the call) for a failure that may have been transient, a
+ * suspension, or references kept by id only.
+ */
+function recordedOutcome(call: CompletedCall | undefined): SettledOutcome | undefined {
+  if (!call) return undefined;
+  const extra = call.replay as RecordedExtra | undefined;
+  if (call.record.status === 'error') return extra?.told ? { kind: 'error', error: new ToolError(call.record.error ?? 'the tool failed') } : undefined;
+  const result = call.record.result;
+  if (!isRecord(result) || typeof result.content !== 'string') return undefined;
+  // references recorded by id only cannot be added again: the call is made again instead
+  if (result.references !== undefined && !extra?.references) return undefined;
+  return {
+    kind: 'result',
+    content: result.content,
+    ...(result.data !== undefined ? { data: result.data } : {}),
+    ...(extra?.references ? { references: extra.references } : {}),
+  };
 }
 
 function parseArguments(text: string): Record<string, unknown> | undefined {

@@ -132,15 +132,20 @@ export async function completeCounted(model: ChatModel, options: ChatOptions, ct
 
 /** A model call as the turn records it: the model, what was sent (no signal), what came back. */
 export function recordModelCall(ctx: ComponentContext, model: ChatModel, options: ChatOptions, outcome: { result?: Pick<ChatResult, 'text' | 'toolCalls' | 'usage'>; error?: unknown }): void {
-  const { signal: _signal, messages, ...request } = options;
   ctx.recordCall({
     kind: 'model',
     name: model.id,
-    request: { model: model.id, ...request, messages: messages.map((m) => ({ ...m, content: recordedContent(m.content) })) },
+    request: modelCallRequest(model, options),
     ...(outcome.result
       ? { result: { text: outcome.result.text, ...(outcome.result.toolCalls.length > 0 ? { tool_calls: outcome.result.toolCalls } : {}), usage: outcome.result.usage } }
       : { error: outcome.error instanceof Error ? outcome.error.message : String(outcome.error) }),
   });
+}
+
+/** The request of a model call as its record hashes it: the model and what was sent, no signal, images by hash. */
+export function modelCallRequest(model: ChatModel, options: ChatOptions): unknown {
+  const { signal: _signal, messages, ...request } = options;
+  return { model: model.id, ...request, messages: messages.map((m) => ({ ...m, content: recordedContent(m.content) })) };
 }
 
 const imageHashes = new WeakMap<Uint8Array, string>();

@@ -79,8 +79,9 @@ export interface ToolCallInfo {
 
 /**
  * Wraps every tool call: the seam for call records (and later approvals). It may run the call
- * (`run()`, which applies the timeout) and record the outcome, or answer without running it
- * (a replay after a resume). Whatever it returns is classified like the tool's own outcome.
+ * (`run()`, which applies the timeout) and record the outcome, or answer without running it.
+ * Whatever it returns is classified like the tool's own outcome. The calls a resumed async
+ * turn answers from its checkpoint's records never reach it: it saw them when they were made.
  */
 export type ToolCallHook = (call: ToolCallInfo, run: () => Promise<ToolOutcome>) => Promise<ToolOutcome>;
 

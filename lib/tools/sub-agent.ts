@@ -41,6 +41,7 @@ export function subAgentTool(entry: ToolEntry<AgentParams>, host: SubAgentHost):
       required: ['user_prompt'],
     },
     timeoutMs: SUB_AGENT_TIMEOUT_MS,
+    nested: true,
     async invoke(args, ctx) {
       const blocks = [
         typeof args.reasoning === 'string' && args.reasoning ? `REASONING:\n${args.reasoning}` : '',

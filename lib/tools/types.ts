@@ -124,6 +124,11 @@ export interface Tool {
   readonly parameters: Record<string, unknown>;
   /** How long one call may take, in ms. @default the registry's `defaultTimeoutMs` */
   readonly timeoutMs?: number;
+  /**
+   * Its work is calls of its own that the turn records (a sub-Agent's rounds): a resumed turn
+   * runs it again, those calls answered from their records, rather than answer it from its own.
+   */
+  readonly nested?: boolean;
   /** `args` is the JSON object the model wrote (not validated against `parameters`). */
   invoke(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutcome>;
 }

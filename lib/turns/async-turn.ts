@@ -11,6 +11,13 @@
  *   resumes from the last checkpoint: the model calls and Invoke requests of the batches before
  *   it are not made again. Batches of components that only compute are not worth a write: a
  *   successor runs them again, with the same result.
+ * - Inside a batch, after each call a component completes (an Agent's model rounds and tool
+ *   calls, a sub-Agent's too) it writes a checkpoint of the same form: the state at the batch's
+ *   start, the events before the batch, and the calls completed since. A successor runs that
+ *   batch again and its completed calls are answered from their records, so a crash inside a
+ *   tool loop repeats at most the call in flight; the batch's events are emitted once, by the
+ *   run that finishes it. Writes are serialized, each in the lease's fence. A synchronous turn
+ *   writes none of these.
  * - Near the end of its invocation (`stopBy`) the worker suspends the turn at a checkpoint and
  *   lets go of the lease; the caller queues the message again for the next worker.
  * - A stop sets a cancel flag on the claim; the worker reads it with each checkpoint and each
@@ -19,7 +26,7 @@
  * - The session head's turn and status move only with the final commit.
  */
 import { randomBytes } from 'node:crypto';
-import { Canvas, type CanvasEvent, EaselError, type TurnCheckpoint, type TurnControl } from '../canvas';
+import { Canvas, type CanvasEvent, EaselError, type ReplayDivergence, type TurnCheckpoint, type TurnControl, TurnInterruptedError } from '../canvas';
 import { acquireLease, type Lease, loadCheckpoint, releaseLease, renewLease, saveCheckpoint, type SavedCheckpoint } from '../store/checkpoints';
 import { CancelRequestedError, LeaseLostError } from '../store/errors';
 import { type Claim, getTurn, releaseClaim } from '../store/sessions';
@@ -43,8 +50,20 @@ import { replayOf } from './turn-keys';
 export interface WorkerProgress {
   /** The checkpoint it went on from (its sequence number), if it did not start the turn. */
   resumedFrom: number | null;
-  /** Checkpoints it wrote. */
+  /** Checkpoints it wrote (between batches and inside them). */
   checkpoints: number;
+  /** Calls of the batch it resumed inside that were answered from their records. */
+  replayedCalls: number;
+  /** Calls that differed from their records: from each, its component's calls went live. */
+  divergedCalls: readonly ReplayDivergence[];
+}
+
+/** Which checkpoint was just written, for the `afterCheckpoint` hook. */
+export interface CheckpointInfo {
+  /** Taken inside a batch, after a call completed (else between batches). */
+  inBatch: boolean;
+  /** Call records it holds: those before the batch and those of the batch in flight. */
+  calls: number;
 }
 
 export type AsyncTurnOutcome =
@@ -68,7 +87,7 @@ export interface AsyncTurnOptions {
    */
   claimed?: { prepared: Prepared; fresh: boolean };
   /** Test seams: a hook that throws (or never returns) stands for a crash at that point. */
-  hooks?: { afterCheckpoint?(seq: number): Promise<void> | void };
+  hooks?: { afterCheckpoint?(seq: number, info: CheckpointInfo): Promise<void> | void };
   /**
    * What becomes of a turn aborted midway (its entry point is stopping): `suspend` keeps the
    * claim and its checkpoint for the next worker (the caller queues it again); `release` gives
@@ -138,7 +157,11 @@ async function runClaimed(
 
   const progress = new Progress(saved);
   let written = 0;
-  const report = (): WorkerProgress => ({ resumedFrom: saved?.seq ?? null, checkpoints: written });
+  let canvas = prepared.canvas;
+  const report = (): WorkerProgress => {
+    const replay = canvas.lastTurnReplay;
+    return { resumedFrom: saved?.seq ?? null, checkpoints: written, replayedCalls: replay.replayed, divergedCalls: replay.diverged };
+  };
   // the batch in flight is dropped; the claim and its last checkpoint wait for the next worker,
   // unless no worker will come (the queue goes with this process): then the turn is given back
   const aborted = async (): Promise<AsyncTurnOutcome> => {
@@ -164,27 +187,58 @@ async function runClaimed(
   }, heartbeatMs(times));
   heartbeat.unref?.();
 
+  const save = async (checkpoint: TurnCheckpoint, inBatch: boolean) => {
+    const events = progress.take(inBatch);
+    await saveCheckpoint(store, lease, {
+      // the conversation so far is in the committed turns: only this turn's entries are kept
+      checkpoint: { ...checkpoint, state: { ...checkpoint.state, history: [] } } satisfies TurnCheckpoint,
+      events,
+      seq: progress.nextSeq,
+      from: progress.savedCount,
+      times,
+      ttlSeconds: ttlOf(engine),
+      storedBlobs,
+    });
+    progress.saved();
+    written++;
+  };
+  const callsIn = (checkpoint: TurnCheckpoint) => (checkpoint.calls?.records.length ?? 0) + (checkpoint.replay?.length ?? 0);
+  const saveInBatch = async (checkpoint: TurnCheckpoint) => {
+    if (lost) throw new LeaseLostError();
+    // a stop is pending: the turn ends as cancelled before its next batch, and the write would be refused
+    if (cancel) return;
+    try {
+      await save(checkpoint, true);
+    } catch (error) {
+      if (error instanceof CancelRequestedError) {
+        cancel = true;
+        return;
+      }
+      if (error instanceof LeaseLostError) lost = true;
+      throw error;
+    }
+    await options.hooks?.afterCheckpoint?.(progress.seq, { inBatch: true, calls: callsIn(checkpoint) });
+  };
+  // checkpoints inside a batch, one at a time and in order (parallel tool calls complete at once)
+  let writes: Promise<void> = Promise.resolve();
+
   const control: TurnControl = {
     cancelled: () => cancel,
+    beforeBatch: () => progress.batchStarts(),
+    afterCall: (checkpoint) => {
+      const write = writes.then(() => saveInBatch(checkpoint));
+      writes = write.catch(() => undefined);
+      return write;
+    },
     afterBatch: async (checkpoint, batch) => {
+      await writes;
       if (lost) return 'suspend';
       const due = options.stopBy !== undefined && now(engine) >= options.stopBy;
       // a batch that reached nothing outside the run is cheap to run again: no checkpoint
       if (!batch.external && !due) return 'continue';
       try {
-        await saveCheckpoint(store, lease, {
-          // the conversation so far is in the committed turns: only this turn's entries are kept
-          checkpoint: { ...checkpoint, state: { ...checkpoint.state, history: [] } } satisfies TurnCheckpoint,
-          events: progress.pendingMerged(),
-          seq: progress.nextSeq,
-          from: progress.savedCount,
-          times,
-          ttlSeconds: ttlOf(engine),
-          storedBlobs,
-        });
-        progress.saved();
-        written++;
-        await options.hooks?.afterCheckpoint?.(progress.seq);
+        await save(checkpoint, false);
+        await options.hooks?.afterCheckpoint?.(progress.seq, { inBatch: false, calls: callsIn(checkpoint) });
       } catch (error) {
         if (error instanceof CancelRequestedError) {
           cancel = true;
@@ -200,7 +254,6 @@ async function runClaimed(
     },
   };
 
-  let canvas = prepared.canvas;
   try {
     if (saved) canvas = fromCheckpoint(engine, prepared, saved);
     const events = request.command === 'stop'
@@ -212,8 +265,10 @@ async function runClaimed(
       progress.add(event);
       request.onEvent?.(event);
     }
-  } catch (error) {
+  } catch (thrown) {
     clearInterval(heartbeat);
+    // a checkpoint inside a batch failed: the batch stopped on that failure, which is the one to act on
+    const error = thrown instanceof TurnInterruptedError ? thrown.cause : thrown;
     if (signal?.aborted && !lost) return aborted();
     if (!lost) await letGo(engine, prepared, claim, lease, error, holdMs);
     throw error;
@@ -292,7 +347,9 @@ async function committedBy(engine: TurnEngine, tenant: string, runId: string, cl
 /**
  * The events of the turn so far, and those not yet in a checkpoint. Checkpoints store events
  * with message deltas merged, as the committed response holds them; a batch never starts with
- * a message, so merging batch by batch gives the same list as merging the whole turn.
+ * a message, so merging batch by batch gives the same list as merging the whole turn. A
+ * checkpoint inside a batch stores only the events before the batch: the run that resumes from
+ * it emits the batch's events again.
  */
 class Progress {
   readonly events: CanvasEvent[];
@@ -301,7 +358,9 @@ class Progress {
   seq: number;
   /** Merged events stored so far (the index of the next one). */
   savedCount: number;
-  private merged: CanvasEvent[] | undefined;
+  /** How many of `pending` came before the batch in flight. */
+  private beforeBatch = 0;
+  private taken: { merged: CanvasEvent[]; count: number } | undefined;
 
   constructor(saved: SavedCheckpoint | null) {
     this.events = [...((saved?.events ?? []) as CanvasEvent[])];
@@ -309,9 +368,16 @@ class Progress {
     this.savedCount = this.events.length;
   }
 
-  pendingMerged(): CanvasEvent[] {
-    this.merged = mergeMessageDeltas(this.pending);
-    return this.merged;
+  /** A batch starts: events from here on belong to it. */
+  batchStarts(): void {
+    this.beforeBatch = this.pending.length;
+  }
+
+  /** The events the next checkpoint stores, merged: all those pending, or (`inBatch`) those before the batch. */
+  take(inBatch: boolean): CanvasEvent[] {
+    const count = inBatch ? this.beforeBatch : this.pending.length;
+    this.taken = { merged: mergeMessageDeltas(this.pending.slice(0, count)), count };
+    return this.taken.merged;
   }
 
   add(event: CanvasEvent): void {
@@ -319,16 +385,19 @@ class Progress {
     this.pending.push(event);
   }
 
-  /** The sequence number the next checkpoint is written under. */
+  /** The sequence number the next checkpoint is written under (the events `take` gave get their own). */
   get nextSeq(): number {
-    return this.pending.length > 0 ? this.seq + 1 : this.seq;
+    return (this.taken?.count ?? 0) > 0 ? this.seq + 1 : this.seq;
   }
 
   saved(): void {
+    const taken = this.taken ?? { merged: [], count: 0 };
     this.seq = this.nextSeq;
-    this.savedCount += this.merged?.length ?? 0;
-    this.pending = [];
-    this.merged = undefined;
+    this.savedCount += taken.merged.length;
+    // events added while the write was under way stay pending
+    this.pending = this.pending.slice(taken.count);
+    this.beforeBatch = Math.max(0, this.beforeBatch - taken.count);
+    this.taken = undefined;
   }
 }
 

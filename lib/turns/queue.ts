@@ -59,8 +59,16 @@ export const QueueMessage = z
   });
 export type QueueMessage = z.output<typeof QueueMessage>;
 
-/** Where a worker's share of an async turn began and how many checkpoints it wrote (logs). */
-type Worked = { resumed_from_checkpoint?: number | null; checkpoints_written?: number };
+/**
+ * Where a worker's share of an async turn began, how many checkpoints it wrote, and, resumed
+ * inside a batch, how many calls were answered from their records and which differed (logs).
+ */
+type Worked = {
+  resumed_from_checkpoint?: number | null;
+  checkpoints_written?: number;
+  calls_replayed?: number;
+  calls_diverged?: readonly { component_id: string; kind: string; ordinal: number }[];
+};
 
 export type Outcome =
   | ({ kind: 'done'; runId: string; turn: number; status: string } & Worked)
@@ -196,7 +204,13 @@ async function continueLater(deps: QueueDeps, message: QueueMessage, outcome: { 
 }
 
 function worked(progress: WorkerProgress | undefined): Worked {
-  return progress ? { resumed_from_checkpoint: progress.resumedFrom, checkpoints_written: progress.checkpoints } : {};
+  if (!progress) return {};
+  return {
+    resumed_from_checkpoint: progress.resumedFrom,
+    checkpoints_written: progress.checkpoints,
+    ...(progress.replayedCalls > 0 ? { calls_replayed: progress.replayedCalls } : {}),
+    ...(progress.divergedCalls.length > 0 ? { calls_diverged: progress.divergedCalls } : {}),
+  };
 }
 
 async function notify(deps: QueueDeps, message: QueueMessage, event: string, payload: unknown): Promise<void> {

@@ -5,7 +5,7 @@
  * async turn, and bounded per turn.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CallLog, type CallRecord } from '../../lib/canvas/calls';
+import { CallLog, type CallRecord, CallReplay } from '../../lib/canvas/calls';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
 import { getTurn } from '../../lib/store/sessions';
 import { executeTurn, type TurnEngine } from '../../lib/turns/execute';
@@ -124,6 +124,33 @@ describe('call records', () => {
       ['LLM:A', 'answer to step A of long'],
       ['LLM:B', 'answer to step B of long'],
     ]);
+  });
+
+  it('answer a resumed batch by component, path, kind and request hash in the order made; a request no record matches goes live from there', () => {
+    const log = new CallLog();
+    log.add('Agent:A', [], { kind: 'model', name: 'm', request: { round: 0 }, result: { text: 'a' } });
+    // two calls made in parallel, the second completed first
+    log.add('Agent:A', [], { kind: 'tool', name: 't_0', request: { q: 2 }, result: { content: 'two' } });
+    log.add('Agent:A', [], { kind: 'tool', name: 't_0', request: { q: 1 }, result: { content: 'one' } });
+    log.add('Agent:A', [], { kind: 'tool', name: 't_0', request: { q: 3 }, error: 'the service answered 500' });
+    log.add('Agent:B', ['Loop:L'], { kind: 'model', name: 'm', request: { round: 0 }, result: { text: 'b' }, replay: { chunks: ['c1'] } });
+    // what replaying needs stays beside the records, never in them
+    expect(log.records[4]).not.toHaveProperty('replay');
+    expect(log.completedSince(4)).toEqual([{ record: log.records[4], replay: { chunks: ['c1'] } }]);
+
+    const replay = new CallReplay(log.completedSince(0));
+    expect(replay.take('Agent:A', [], { kind: 'model', name: 'm', request: { round: 0 } })?.record.result).toEqual({ text: 'a' });
+    expect(replay.take('Agent:A', [], { kind: 'tool', name: 't_0', request: { q: 1 } })?.record.result).toEqual({ content: 'one' });
+    expect(replay.take('Agent:A', [], { kind: 'tool', name: 't_0', request: { q: 2 } })?.record.result).toEqual({ content: 'two' });
+    // a failed call's record too: the component knows whether that failure was final
+    expect(replay.take('Agent:A', [], { kind: 'tool', name: 't_0', request: { q: 3 } })?.record).toMatchObject({ status: 'error', error: 'the service answered 500' });
+    // nothing recorded at that path: a call in flight, not a divergence
+    expect(replay.take('Agent:B', [], { kind: 'model', name: 'm', request: { round: 0 } })).toBeUndefined();
+    // a request that differs: live, and so is every later call of that component
+    expect(replay.take('Agent:B', ['Loop:L'], { kind: 'model', name: 'm', request: { round: 0, changed: true } })).toBeUndefined();
+    expect(replay.take('Agent:B', ['Loop:L'], { kind: 'model', name: 'm', request: { round: 0 } })).toBeUndefined();
+    expect(replay.diverged).toEqual([{ component_id: 'Agent:B', kind: 'model', ordinal: 0 }]);
+    expect(replay.replayed).toBe(4);
   });
 
   it('are bounded per turn: later calls are counted, not recorded, and ordinals go on', () => {
