@@ -18,7 +18,9 @@ import {
   rotateKeyRing,
   setupSecrets,
 } from '../secrets';
+import { migrateStoredToolCredentials } from '../secrets/tool-credentials';
 import { createDynamoClients } from '../store/setup';
+import { builtinTools } from '../tools/registry';
 
 const USAGE = `usage: npm run -s secrets -- <command>
   rotate-master [--accept-previous-days <n>]
@@ -30,7 +32,10 @@ const USAGE = `usage: npm run -s secrets -- <command>
          print a fresh ring (the first value of EASEL_MASTER_KEY_PARAMETER)
   rewrap re-wrap every tenant's data keys under the current master key (after rotate-master)
   rotate-data-key <tenant>
-         a new data key for the tenant; its values are re-encrypted, the old key deleted`;
+         a new data key for the tenant; its values are re-encrypted, the old key deleted
+  migrate-tool-credentials [--tenant <id>]
+         take the credentials tool params hold out of every stored workflow version: values
+         move into their tenant's secrets and the version names them (as imports do)`;
 
 export async function runSecretsCli(
   argv: readonly string[],
@@ -42,7 +47,7 @@ export async function runSecretsCli(
 ): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({ args: [...argv], allowPositionals: true, options: { 'accept-previous-days': { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+    parsed = parseArgs({ args: [...argv], allowPositionals: true, options: { 'accept-previous-days': { type: 'string' }, tenant: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
   } catch (error) {
     io.err(`${(error as Error).message}\n${USAGE}`);
     return 2;
@@ -74,6 +79,16 @@ export async function runSecretsCli(
         const ring = await file.rotate(acceptMs);
         io.err(`${file.path}: current key ${ring.current.id}; ${ring.previous.map((k) => `${k.id} accepted until ${new Date(k.until ?? 0).toISOString()}`).join(', ')}`);
         return 0;
+      }
+      case 'migrate-tool-credentials': {
+        const { doc } = createDynamoClients(config.store.endpoint ? { endpoint: config.store.endpoint } : {});
+        const store = { doc, table: config.store.table };
+        const { tenantSecrets } = setupSecrets(config.secrets, { store, getParameter });
+        const tenant = parsed.values.tenant;
+        const report = await migrateStoredToolCredentials(store, tenantSecrets, (kind) => builtinTools.kind(kind)?.credentials, tenant === undefined ? {} : { tenant });
+        for (const m of report.moved) io.out(`${m.tenant} ${m.workflowId} v${m.version} ${m.field} -> {secret.${m.secret}}`);
+        io.err(`read ${report.scanned} version(s), rewrote ${report.rewritten}, moved ${report.moved.length} credential(s)${report.raced ? `; ${report.raced} changed meanwhile: run it again` : ''}`);
+        return report.raced ? 1 : 0;
       }
       case 'rewrap':
       case 'rotate-data-key': {

@@ -6,7 +6,10 @@ import { runSecretsCli } from '../../lib/local/secrets-cli';
 import { keyIdOf } from '../../lib/secrets/crypto';
 import { LocalKeyFile, MasterKeys, parseKeyRing } from '../../lib/secrets/master-key';
 import { TenantSecrets } from '../../lib/secrets/tenant-secrets';
+import { compileWorkflow } from '../../lib/canvas';
+import { builtinComponents } from '../../lib/components';
 import { listDataKeys } from '../../lib/store/secrets';
+import { addVersion, createWorkflow, getVersion } from '../../lib/store/workflows';
 import { testTable } from '../helpers/dynamo';
 import { newTenant, testStore } from '../helpers/engine';
 
@@ -64,5 +67,40 @@ describe('npm run secrets', () => {
     expect((await cli(['rotate-data-key'])).code).toBe(2);
     expect((await cli(['nope'])).code).toBe(2);
     expect((await cli([])).code).toBe(2);
+  });
+});
+
+describe('npm run secrets -- migrate-tool-credentials', () => {
+  it('moves the credentials stored versions hold into their tenant’s secrets, rewrites the versions, and changes nothing when run again', async () => {
+    const tenant = newTenant();
+    const store = testStore();
+    const key = `tvly-stored-${tenant}`;
+    const agent = (tools: unknown[]) => ({
+      components: {
+        begin: { obj: { component_name: 'Begin', params: {} }, downstream: ['Agent:A'], upstream: [] },
+        'Agent:A': { obj: { component_name: 'Agent', params: { llm_id: 'echo', sys_prompt: 'x', prompts: [{ role: 'user', content: '{sys.query}' }], tools } }, downstream: [], upstream: ['begin'] },
+      },
+      // RAGFlow's editor keeps a copy of the params in the graph
+      graph: { nodes: [{ id: 'Agent:A', data: { form: { tools } } }], edges: [] },
+    });
+    const literal = [{ component_name: 'TavilySearch', name: 'TavilySearch', params: { api_key: key } }];
+    // stored as versions were before imports took credentials out (written past the routes)
+    await createWorkflow(store, { tenant, id: 'wf_old', name: 'old', dsl: agent(literal) });
+    await addVersion(store, tenant, 'wf_old', agent([{ component_name: 'TavilySearch', name: 'TavilySearch', params: { api_key: '' } }]), false);
+
+    const first = await cli(['migrate-tool-credentials', '--tenant', tenant]);
+    expect(first.code).toBe(0);
+    expect(first.out).toBe(`${tenant} wf_old v1 Agent:A.obj.params.tools.0.params.api_key -> {secret.TAVILY_API_KEY}`);
+    expect(first.err).toBe('read 2 version(s), rewrote 2, moved 1 credential(s)');
+    const v1 = (await getVersion(store, tenant, 'wf_old', 1)) as any;
+    expect(v1.components['Agent:A'].obj.params.tools[0].params.api_key).toBe('{secret.TAVILY_API_KEY}');
+    expect(JSON.stringify(v1)).not.toContain(key);
+    expect(((await getVersion(store, tenant, 'wf_old', 2)) as any).components['Agent:A'].obj.params.tools[0].params.api_key).toBe('{secret.TAVILY_API_KEY}');
+    const secrets = new TenantSecrets({ store, master: new MasterKeys(new LocalKeyFile(env.EASEL_MASTER_KEY_FILE as string)) });
+    expect(await secrets.get(tenant, 'TAVILY_API_KEY')).toBe(key);
+    expect(() => compileWorkflow(v1, builtinComponents)).not.toThrow();
+
+    const again = await cli(['migrate-tool-credentials', '--tenant', tenant]);
+    expect([again.code, again.out, again.err]).toEqual([0, '', 'read 2 version(s), rewrote 0, moved 0 credential(s)']);
   });
 });
