@@ -81,11 +81,12 @@ const nameItemKey = (tenant: string, name: string) => ({ pk: partition(tenant), 
 export async function createMcpServer(ctx: StoreContext, server: Omit<StoredMcpServer, 'version'>, maxServers = MAX_MCP_SERVERS_PER_TENANT): Promise<StoredMcpServer> {
   const { record } = server;
   const stored = { ...server, version: 1 };
+  const item = toItem(stored);
   try {
     const out = await call('create the MCP server', () =>
       ctx.doc.send(new TransactWriteCommand({
         TransactItems: [
-          { Put: { TableName: ctx.table, Item: toItem(stored), ConditionExpression: 'attribute_not_exists(pk)' } },
+          { Put: { TableName: ctx.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' } },
           { Put: { TableName: ctx.table, Item: nameItem(record.tenant_id, record.name, record.id), ConditionExpression: 'attribute_not_exists(pk)' } },
           {
             Update: {
@@ -154,11 +155,12 @@ export async function replaceMcpServer(ctx: StoreContext, expect: StoredMcpServe
   const tenant = expect.record.tenant_id;
   const stored = { ...next, version: expect.version + 1 };
   const renamed = nameKey(next.record.name) !== nameKey(expect.record.name);
+  const item = toItem(stored);
   const actions: Record<string, unknown>[] = [
     {
       Put: {
         TableName: ctx.table,
-        Item: toItem(stored),
+        Item: item,
         ConditionExpression: 'version = :v',
         ExpressionAttributeValues: { ':v': expect.version },
       },
