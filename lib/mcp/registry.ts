@@ -294,8 +294,10 @@ export class McpRegistry {
    * @throws McpServerRefusedError for a bad URL or type; McpListingError when listing fails
    */
   async test(tenant: string, id: string, input: { url: unknown; server_type: unknown; headers?: unknown; variables?: unknown }, options: ListingOptions = {}): Promise<McpToolMeta[]> {
-    const url = await this.checkUrl(input.url);
+    // RAGFlow's order: the URL's shape, the type, then the guard
+    const shaped = checkUrlShape(input.url);
     const serverType = checkServerType(input.server_type);
+    const url = await this.checkUrl(shaped);
     const stored = MCP_SERVER_ID.test(id) ? await findMcpServer(this.deps.store, tenant, id) : undefined;
     const same = stored && stored.record.url === url && stored.record.server_type === serverType ? stored : undefined;
     const { tools: _cached, ...storedVariables } = same?.record.variables ?? {};

@@ -1,6 +1,6 @@
 /**
  * The turn engine (lib/turns) from its parts: the store, the built-in components, the services
- * components call out through (models, the SSRF guard, the tenant's secrets and knowledge bases,
+ * components call out through (models, the SSRF guard, the tenant's secrets, knowledge bases and MCP servers,
  * the built-in Agent tools with the configured endpoints), the configured budgets
  * and the quotas (none unless EASEL_QUOTA_* sets one).
  */
@@ -10,6 +10,7 @@ import type { EaselConfig } from '../config';
 import type { ModelResolver } from '../llm/models';
 import type { SsrfGuard } from '../outbound/ssrf';
 import type { RunKnowledge } from '../knowledge/types';
+import type { RunMcp } from '../mcp/types';
 import type { StoreContext } from '../store/dynamo';
 import type { TurnEngine } from '../turns/execute';
 import type { TurnLifecycle } from '../turns/lifecycle';
@@ -24,6 +25,8 @@ export interface EngineParts {
   secretsFor(tenant: string): SecretResolver;
   /** The knowledge bases of one tenant's runs (Retrieval); absent: runs have none. */
   knowledge?: { forTenant(tenant: string): RunKnowledge };
+  /** The MCP servers of one tenant's runs (an Agent's `mcp` entries); absent: runs have none, and such an Agent fails saying so. */
+  mcp?: { forTenant(tenant: string): RunMcp };
   /** What stops the entry point's turns (shutdown, an invocation's deadline); lib/runtime/lifecycle.ts. */
   lifecycle?: TurnLifecycle;
 }
@@ -42,6 +45,7 @@ export function buildEngine(config: Pick<EaselConfig, 'store' | 'stepBudgetTurn'
       tools,
       secret: parts.secretsFor(tenant),
       ...(parts.knowledge ? { knowledge: parts.knowledge.forTenant(tenant) } : {}),
+      ...(parts.mcp ? { mcp: parts.mcp.forTenant(tenant) } : {}),
     }),
     leaseMs: config.store.leaseMs,
     listingRefreshMs: config.store.listingRefreshMs,

@@ -13,6 +13,8 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { EaselConfig } from '../config';
 import type { KnowledgeAdmin } from '../knowledge/types';
 import type { ModelResolver } from '../llm/models';
+import { McpRegistry } from '../mcp/registry';
+import type { McpConnector } from '../mcp/types';
 import type { SsrfGuard } from '../outbound/ssrf';
 import type { StoreContext } from '../store/dynamo';
 import type { TurnEngine } from '../turns/execute';
@@ -53,6 +55,8 @@ export interface Runtime {
   knowledge: KnowledgeAdmin;
   /** Sends an async or queued turn to the worker; absent without a queue (EASEL_TURN_QUEUE_URL). */
   enqueue?: Enqueue;
+  /** Tenants' MCP servers: the APIs manage them, runs open their tenant's; absent without a connector. */
+  mcp?: McpRegistry;
 }
 
 export interface RuntimeOptions {
@@ -61,6 +65,8 @@ export interface RuntimeOptions {
   secrets?: Pick<Parameters<typeof setupSecrets>[1], 'masterSource' | 'now'>;
   /** What stops the entry point's turns: a shutdown (npm start), an invocation's deadline (Lambda). */
   lifecycle?: TurnLifecycle;
+  /** Speaks MCP to tenants' servers; absent: no MCP server registry, and runs have no `mcp`. */
+  mcpConnector?: McpConnector;
 }
 
 export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}): Runtime {
@@ -73,12 +79,14 @@ export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}):
   const guard = buildGuard(config);
   const secretsFor = (tenant: string) => secrets.resolverFor(tenant);
   const knowledge = buildKnowledge(config, { store, guard, secretsFor });
+  const mcp = options.mcpConnector ? new McpRegistry({ store, guard, secrets: secrets.tenantSecrets, secretsFor, connector: options.mcpConnector }) : undefined;
   const engine = buildEngine(config, {
     store,
     models,
     guard,
     secretsFor,
     knowledge,
+    ...(mcp ? { mcp } : {}),
     ...(options.lifecycle ? { lifecycle: options.lifecycle } : {}),
   });
   const queueUrl = config.queue.url;
@@ -93,5 +101,6 @@ export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}):
     engine,
     knowledge,
     ...(queueUrl ? { enqueue: sqsEnqueue(queueUrl) } : {}),
+    ...(mcp ? { mcp } : {}),
   };
 }
