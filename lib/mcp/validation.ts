@@ -61,10 +61,14 @@ function field<S extends z.ZodType>(schema: S, name: string, reason: McpRefusal,
   throw new McpServerRefusedError(name, reason, parsed.error.issues[0]?.code === 'custom' ? (parsed.error.issues[0]?.message ?? message) : message);
 }
 
-const NameSchema = z.string().refine((n) => n.trim() !== '' && bytes(n) <= MAX_MCP_NAME_BYTES);
+/** A lone UTF-16 surrogate: no UTF-8 text spells it, so no stored string may hold one. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const wellFormed = (text: string) => !LONE_SURROGATE.test(text);
+
+const NameSchema = z.string().refine((n) => n.trim() !== '' && bytes(n) <= MAX_MCP_NAME_BYTES && wellFormed(n));
 const ServerTypeSchema = z.enum(MCP_SERVER_TYPES);
-const UrlSchema = z.string().trim().min(1).refine((u) => bytes(u) <= MAX_MCP_URL_BYTES, `at most ${MAX_MCP_URL_BYTES} bytes`);
-const DescriptionSchema = z.string().refine((d) => bytes(d) <= MAX_MCP_DESCRIPTION_BYTES, `at most ${MAX_MCP_DESCRIPTION_BYTES} bytes`).nullish().transform((d) => d ?? '');
+const UrlSchema = z.string().trim().min(1).refine((u) => bytes(u) <= MAX_MCP_URL_BYTES, `at most ${MAX_MCP_URL_BYTES} bytes`).refine(wellFormed, 'not valid Unicode text');
+const DescriptionSchema = z.string().refine((d) => bytes(d) <= MAX_MCP_DESCRIPTION_BYTES, `at most ${MAX_MCP_DESCRIPTION_BYTES} bytes`).refine(wellFormed, 'not valid Unicode text').nullish().transform((d) => d ?? '');
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** `${name}`/`$name` template variables (RAGFlow's `Template.safe_substitute`) may stand in a header's name. */
 const TEMPLATED_NAME = /^(?:[!#$%&'*+.^_`|~0-9A-Za-z-]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)+$/;
@@ -72,7 +76,8 @@ const HeaderNameSchema = z.string().refine((n) => bytes(n) <= MAX_MCP_HEADER_NAM
 const HeaderValueSchema = z
   .string()
   .refine((v) => bytes(v) <= MAX_MCP_HEADER_VALUE_BYTES, `at most ${MAX_MCP_HEADER_VALUE_BYTES} bytes`)
-  .refine((v) => !/[\r\n\0]/.test(v), 'a header value holds no line break or NUL');
+  .refine((v) => !/[\r\n\0]/.test(v), 'a header value holds no line break or NUL')
+  .refine(wellFormed, 'not valid Unicode text');
 
 export function checkName(name: unknown): string {
   return field(NameSchema, 'name', 'name_invalid', `a name is 1 to ${MAX_MCP_NAME_BYTES} bytes (UTF-8), not blank`, name);

@@ -13,7 +13,12 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
+import { McpRegistry } from '../../lib/mcp/registry';
 import type { McpConnector, McpServerConnection, McpToolMeta } from '../../lib/mcp/types';
+import { SsrfGuard } from '../../lib/outbound/ssrf';
+import { secretResolver } from '../../lib/secrets/resolver';
+import type { TenantSecrets } from '../../lib/secrets/tenant-secrets';
+import type { StoreContext } from '../../lib/store/dynamo';
 
 export interface InMemoryMcp {
   connector: McpConnector;
@@ -85,4 +90,13 @@ async function resolveSecrets(text: string, secret: (name: string) => string | u
   let out = text;
   for (const m of text.matchAll(/\{secret\.([A-Za-z_][A-Za-z0-9_]{0,63})\}/g)) out = out.replace(m[0], (await secret(m[1] as string)) ?? m[0]);
   return out;
+}
+
+/** The host the test registries' guard lets through (every other name resolves to loopback, refused). */
+export const MCP_TEST_URL = 'https://mcp.example.test/mcp';
+
+/** A registry on the engine's store and the app's tenant secrets, reaching an in-memory server. */
+export function testMcpRegistry(store: StoreContext, secrets: TenantSecrets, mcp: InMemoryMcp = inMemoryMcp()): McpRegistry {
+  const guard = new SsrfGuard({ allow: [new URL(MCP_TEST_URL).hostname], resolve: async () => [{ address: '127.0.0.1', family: 4 }] });
+  return new McpRegistry({ store, guard, secrets, secretsFor: secretResolver({ tenantSecrets: secrets }), connector: mcp.connector });
 }
