@@ -209,3 +209,15 @@ describe('native /workflows/v1/mcp-servers', () => {
     expect(await storedText(tenant)).not.toContain(TOKEN);
   });
 });
+
+describe('the OpenAPI document', () => {
+  it('describes every native MCP server route', async () => {
+    const base = '/workflows/v1/mcp-servers';
+    const doc = await api.call('GET', '/openapi.json', { key: null });
+    const paths = Object.entries(doc.json.paths as Record<string, Record<string, unknown>>)
+      .filter(([path]) => path.startsWith(base))
+      .flatMap(([path, ops]) => Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`));
+    expect(paths.sort()).toEqual([`DELETE ${base}/{id}`, `GET ${base}`, `GET ${base}/{id}`, `PATCH ${base}/{id}`, `POST ${base}`, `POST ${base}/import`, `POST ${base}/{id}/tools`].sort());
+    expect(Object.keys(doc.json.components.schemas)).toEqual(expect.arrayContaining(['CreateMcpServer', 'UpdateMcpServer', 'McpServer', 'SavedMcpServer', 'ImportMcpServers']));
+  });
+});
