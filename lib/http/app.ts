@@ -11,6 +11,7 @@ import type { Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import type { KnowledgeAdmin } from '../knowledge/types';
+import type { McpRegistry } from '../mcp/registry';
 import type { SsrfGuard } from '../outbound/ssrf';
 import type { Logger } from '../runtime/telemetry';
 import type { TenantSecrets } from '../secrets/tenant-secrets';
@@ -25,6 +26,7 @@ import { registerExecuteRoutes } from './routes/execute';
 import { registerFileRoutes } from './routes/files';
 import { DOCUMENT_UPLOAD_PATH, knowledgeBaseRoutes } from './routes/knowledge-bases';
 import { registerKeyRoutes } from './routes/keys';
+import { mcpServerRoutes } from './routes/mcp-servers';
 import { registerRunRoutes } from './routes/runs';
 import { secretRoutes } from './routes/secrets';
 import { registerWorkflowRoutes } from './routes/workflows';
@@ -67,6 +69,8 @@ export interface AppDeps {
   maxFileBytes?: number;
   /** Knowledge bases (`/workflows/v1/knowledge-bases`, RAGFlow's datasets); absent: those routes answer 503. */
   knowledge?: KnowledgeAdmin;
+  /** Tenants' MCP servers (`/workflows/v1/mcp-servers`, RAGFlow's `/api/v1/mcp/servers`); absent: those routes answer 503. */
+  mcp?: McpRegistry;
   /** A knowledge base document, one upload. @default MAX_DOCUMENT_BYTES (4 MiB) */
   maxDocumentBytes?: number;
   /**
@@ -156,6 +160,7 @@ export function createApp(deps: AppDeps): App {
   registerFileRoutes(app, deps);
   app.route('/workflows/v1/secrets', secretRoutes(deps));
   app.route('/workflows/v1/knowledge-bases', knowledgeBaseRoutes(deps));
+  app.route('/workflows/v1/mcp-servers', mcpServerRoutes(deps));
   app.route('/workflows/v1', endUserRoutes(deps));
   registerRagflowRoutes(app as unknown as Hono<AppEnv>, deps);
 

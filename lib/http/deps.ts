@@ -24,6 +24,7 @@ export function appDeps(runtime: Runtime): AppDeps {
   return {
     engine: runtime.engine,
     knowledge: runtime.knowledge,
+    ...(runtime.mcp ? { mcp: runtime.mcp } : {}),
     guard: runtime.guard,
     asyncLeaseMs: config.queue.asyncLeaseMs,
     ...(runtime.enqueue ? { enqueue: runtime.enqueue } : {}),

@@ -1,7 +1,7 @@
 /**
  * The turn engine (lib/turns) from its parts: the store, the built-in components, the services
- * components call out through (models, the SSRF guard, the tenant's secrets and knowledge bases,
- * the built-in Agent tools with the configured endpoints, the tenant's MCP servers), the configured budgets
+ * components call out through (models, the SSRF guard, the tenant's secrets, knowledge bases and MCP servers,
+ * the built-in Agent tools with the configured endpoints), the configured budgets
  * and the quotas (none unless EASEL_QUOTA_* sets one).
  */
 import { builtinComponents } from '../components';
@@ -25,7 +25,7 @@ export interface EngineParts {
   secretsFor(tenant: string): SecretResolver;
   /** The knowledge bases of one tenant's runs (Retrieval); absent: runs have none. */
   knowledge?: { forTenant(tenant: string): RunKnowledge };
-  /** The MCP servers of one tenant's runs (an Agent's `mcp`); absent: runs have none. */
+  /** The MCP servers of one tenant's runs (an Agent's `mcp` entries); absent: runs have none, and such an Agent fails saying so. */
   mcp?: { forTenant(tenant: string): RunMcp };
   /** What stops the entry point's turns (shutdown, an invocation's deadline); lib/runtime/lifecycle.ts. */
   lifecycle?: TurnLifecycle;

@@ -13,6 +13,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { EaselConfig } from '../config';
 import type { KnowledgeAdmin } from '../knowledge/types';
 import type { ModelResolver } from '../llm/models';
+import { McpRegistry } from '../mcp/registry';
 import type { McpConnector } from '../mcp/types';
 import type { SsrfGuard } from '../outbound/ssrf';
 import type { StoreContext } from '../store/dynamo';
@@ -58,6 +59,8 @@ export interface Runtime {
   mcpConnector: McpConnector;
   /** Sends an async or queued turn to the worker; absent without a queue (EASEL_TURN_QUEUE_URL). */
   enqueue?: Enqueue;
+  /** Tenants' MCP servers: the APIs manage them, runs open their tenant's through `mcpConnector`. */
+  mcp: McpRegistry;
 }
 
 export interface RuntimeOptions {
@@ -66,6 +69,8 @@ export interface RuntimeOptions {
   secrets?: Pick<Parameters<typeof setupSecrets>[1], 'masterSource' | 'now'>;
   /** What stops the entry point's turns: a shutdown (npm start), an invocation's deadline (Lambda). */
   lifecycle?: TurnLifecycle;
+  /** Speaks MCP to tenants' servers. @default the SSRF-guarded connector (lib/runtime/mcp.ts) */
+  mcpConnector?: McpConnector;
 }
 
 export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}): Runtime {
@@ -78,13 +83,15 @@ export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}):
   const guard = buildGuard(config);
   const secretsFor = (tenant: string) => secrets.resolverFor(tenant);
   const knowledge = buildKnowledge(config, { store, guard, secretsFor });
-  const mcpConnector = buildMcpConnector({ guard });
+  const mcpConnector = options.mcpConnector ?? buildMcpConnector({ guard });
+  const mcp = new McpRegistry({ store, guard, secrets: secrets.tenantSecrets, secretsFor, connector: mcpConnector });
   const engine = buildEngine(config, {
     store,
     models,
     guard,
     secretsFor,
     knowledge,
+    mcp,
     ...(options.lifecycle ? { lifecycle: options.lifecycle } : {}),
   });
   const queueUrl = config.queue.url;
@@ -100,5 +107,6 @@ export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}):
     knowledge,
     mcpConnector,
     ...(queueUrl ? { enqueue: sqsEnqueue(queueUrl) } : {}),
+    mcp,
   };
 }

@@ -50,6 +50,8 @@ export const keys = {
   /** A document's chunks of one parse run, in order; `run` tells a finished parse's apart from one in flight. */
   knowledgeChunkRun: (docId: string, run: string) => `${KNOWLEDGE_CHUNK_PREFIX}${docId}#${run}#`,
   knowledgeChunk: (docId: string, run: string, index: number) => `${KNOWLEDGE_CHUNK_PREFIX}${docId}#${run}#${String(index).padStart(6, '0')}`,
+  /** A tenant's MCP servers (store/mcp-servers.ts): each server `S#<id>`, its name `N#<name>`, their count `COUNT`. */
+  mcpServers: (tenant: string) => `T#${tenant}#MCP`,
   /** gsi1: workflows of a tenant; sessions of a workflow. */
   workflowList: (tenant: string) => `T#${tenant}#WF`,
   sessionList: (tenant: string, workflowId: string) => `T#${tenant}#W#${workflowId}#S`,

@@ -17,6 +17,8 @@
  *                               B#<sha256>[#<i>]    the serialized index
  *   T#<tenant>#KBN#<name>       N                   a knowledge base's name (lower case), unique
  *   T#<tenant>#KBA#<alias>      A                   a knowledge base's alias, unique
+ *   T#<tenant>#MCP              S#<id> | N#<name>   MCP servers, their names (unique), their count
+ *                               COUNT
  *
  * gsi1 lists workflows per tenant, sessions per workflow and knowledge bases per tenant without reading their state; the
  * sparse `timers` index holds the heads of runs whose form timer is armed, by due time.

@@ -194,7 +194,7 @@ describe('routes Easel does not have', () => {
       const res = await rf(method, path, method === 'GET' ? undefined : {});
       expect(res.status).toBe(200);
       expect(res.json.code, path).toBe(103);
-      expect(res.json.message).toBe(`${named} is not supported by Easel (it serves RAGFlow's agent API: agents, sessions, completions and uploads; and of its dataset API: datasets, their documents, parsing, chunk listing and retrieval).`);
+      expect(res.json.message).toBe(`${named} is not supported by Easel (it serves RAGFlow's agent API: agents, sessions, completions and uploads; of its dataset API: datasets, their documents, parsing, chunk listing and retrieval; and its MCP servers).`);
     }
     // still behind the key
     expect((await rf('GET', '/datasets', undefined, null)).json).toEqual({ code: 0, message: '`Authorization` can\'t be empty', data: false });

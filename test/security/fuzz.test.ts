@@ -20,6 +20,7 @@ import { processBatch } from '../../lib/turns/queue';
 import { fixture } from '../helpers/canvas';
 import { testEngine, testStore } from '../helpers/engine';
 import { type Served, serveApp } from '../helpers/http';
+import { MCP_TEST_URL, testMcpRegistry } from '../helpers/mcp-in-memory';
 import { type Api, contractViolation, KeepAliveClient, type RawResponse, type Route, ROUTES, sleep } from './support';
 
 const STRESS = process.env.EASEL_STRESS === '1';
@@ -42,7 +43,7 @@ const onRejection = (reason: unknown) => rejections.push(reason);
 const prototypeBefore = Object.getOwnPropertyNames(Object.prototype).sort();
 
 /** Live ids by kind; index 0 of each is a seed item that DELETE routes leave alone. */
-const pools: Record<string, string[]> = { wf: [], run: [], runwf: [], file: [], key: [], agent: [], session: [], sessionagent: [], cursor: [], secret: [], revoked: [], sname: [], emb: [], user: [], kb: [], doc: [] };
+const pools: Record<string, string[]> = { wf: [], run: [], runwf: [], file: [], key: [], agent: [], session: [], sessionagent: [], cursor: [], secret: [], revoked: [], sname: [], emb: [], user: [], kb: [], doc: [], mcp: [] };
 const MAX_POOL = 60;
 const remember = (pool: string, ...values: string[]) => {
   if ((pools[pool]?.length ?? 0) < MAX_POOL) pools[pool]?.push(...values);
@@ -67,6 +68,7 @@ const SHAPES: Record<string, () => string> = {
   hook: () => `wh_${hex(32)}`,
   kb: () => hex(32),
   doc: () => hex(32),
+  mcp: () => hex(32),
 };
 /** Missing ids of a given shape come from a PRNG seeded like the generators. */
 let prng = SEED >>> 0;
@@ -111,12 +113,14 @@ function multipart(parts: { name: string; filename?: string; type?: string; cont
 beforeAll(async () => {
   process.on('unhandledRejection', onRejection);
   const engine = testEngine();
+  const secrets = new TenantSecrets({ store: engine.store, master: new MasterKeys(new StaticKeyRing()) });
   // async turns (Prefer: respond-async) run in this process, through the queue worker's handler
   queue = createInProcessQueue((records) => processBatch({ engine, guard }, records), { retryDelayMs: 20 });
   api = await serveApp(engine, {
     enqueue: queue.enqueue,
     asyncLeaseMs: 5_000,
-    secrets: new TenantSecrets({ store: engine.store, master: new MasterKeys(new StaticKeyRing()) }),
+    secrets,
+    mcp: testMcpRegistry(engine.store, secrets),
     logger: { info() {}, error: (message, fields) => void logged.push(`${message} ${JSON.stringify(fields ?? {})}`) },
   });
   client = new KeepAliveClient(api.url, BATCH);
@@ -156,6 +160,10 @@ beforeAll(async () => {
   const docs = await client.send({ method: 'POST', path: `/workflows/v1/knowledge-bases/${kb.json.id}/documents`, headers: { authorization: `Bearer ${api.adminKey}`, 'content-type': doc.type }, body: doc.body });
   expect(docs.json.items?.[0]?.status).toBe('DONE');
   remember('doc', docs.json.items[0].id);
+  // an MCP server, its token moved into a tenant secret
+  const server = await json('POST', '/workflows/v1/mcp-servers', { name: 'seed mcp', url: MCP_TEST_URL, server_type: 'sse', headers: { Authorization: 'Bearer seed-token-0123456789' } });
+  expect(server.status).toBe(201);
+  remember('mcp', server.json.id);
   for (let i = 0; i < 2; i++) {
     const key = await json('POST', '/workflows/v1/keys', { name: `victim ${i}`, scope: 'execute', workflow_ids: [wf.json.id] });
     remember('key', key.json.id);
@@ -359,6 +367,25 @@ const openaiBody = rec({
   inputs: maybe(formInputs),
   user: maybe(str),
 });
+// MCP servers: only the test host passes the guard; every other name resolves to loopback (refused)
+const mcpUrl = mostly(fc.constant(MCP_TEST_URL), fc.oneof(fc.constantFrom('http://127.0.0.1:9/', 'http://169.254.169.254/', 'file:///etc/passwd', 'not a url', '', 'https://elsewhere.example/mcp'), str));
+const mcpType = mostly(fc.constantFrom('sse', 'streamable-http'), fc.oneof(fc.constant('stdio'), str));
+const mcpHeaders = maybe(mostly(fc.dictionary(fc.constantFrom('Authorization', 'X-Api-Key', 'X-Team', '${authorization_token}'), fc.oneof(fc.constantFrom('Bearer tok-0123456789', '{secret.SEED_SECRET}', 'Bearer ${authorization_token}'), text), { maxKeys: 3 }), fc.oneof(junk, fc.constant('{"Authorization":"Bearer x"}'))));
+const mcpVariables = maybe(mostly(rec({ authorization_token: maybe(text), region: maybe(text), tools: rarely(fc.oneof(rec({ add: rec({ enabled: mostly(fc.boolean(), junk) }) }), junk), 3) }), junk));
+const mcpSwitches = rec({ add: mostly(rec({ enabled: fc.boolean() }), junk), echo: maybe(rec({ enabled: fc.boolean() })) });
+const mcpServerBody = (required: boolean, timeout: string) =>
+  rec({
+    name: required ? mostly(fc.string({ minLength: 1, maxLength: 30 }), fc.oneof(str, junk)) : maybe(fc.oneof(fc.string({ maxLength: 30 }), junk)),
+    url: required ? mcpUrl : maybe(mcpUrl),
+    server_type: required ? mcpType : maybe(mcpType),
+    description: maybe(text),
+    headers: mcpHeaders,
+    variables: mcpVariables,
+    [timeout]: rarely(fc.oneof(fc.double({ min: -1, max: 100, noNaN: true }), junk), 4),
+  });
+const mcpImportBody = rec({
+  mcpServers: mostly(fc.dictionary(fc.string({ minLength: 1, maxLength: 12 }), mostly(rec({ type: mcpType, url: mcpUrl, authorization_token: maybe(text), headers: rarely(mcpHeaders, 3) }), junk), { maxKeys: 3 }), junk),
+});
 const validLooking: Record<string, fc.Arbitrary<unknown>> = {
   'POST /workflows/v1/workflows': rec({ name: mostly(fc.string({ minLength: 1, maxLength: 30 }), fc.oneof(str, junk)), description: maybe(text), dsl }),
   'POST /workflows/v1/workflows/{wf}/versions': rec({ dsl, activate: maybe(fc.oneof(fc.boolean(), junk)) }),
@@ -383,6 +410,13 @@ const validLooking: Record<string, fc.Arbitrary<unknown>> = {
   'DELETE /api/v1/datasets/{kb}/chunks': rec({ document_ids: maybe(fc.oneof(fc.array(fc.oneof(ref('doc'), hexArb(32), str), { maxLength: 3 }), junk)) }),
   'POST /api/v1/retrieval': rec({ dataset_ids: mostly(fc.array(fc.oneof(ref('kb'), hexArb(32), str), { minLength: 1, maxLength: 3 }), junk), question: maybe(fc.oneof(text, junk)), document_ids: rarely(fc.oneof(fc.array(fc.oneof(ref('doc'), str), { maxLength: 2 }), junk), 3), page: maybe(fc.oneof(fc.integer({ min: -1, max: 5 }), junk)), page_size: maybe(fc.oneof(fc.integer({ min: -1, max: 200 }), junk)), similarity_threshold: maybe(fc.oneof(fc.double({ min: -1, max: 2, noNaN: true }), junk)), vector_similarity_weight: maybe(fc.oneof(fc.double({ min: 0, max: 1, noNaN: true }), junk)), top_k: maybe(fc.oneof(fc.integer({ min: -1, max: 5000 }), junk)), highlight: maybe(fc.oneof(fc.boolean(), junk)), rerank_id: rarely(fc.oneof(fc.constant(null), str), 4), keyword: rarely(fc.oneof(fc.boolean(), junk), 4) }),
   'POST /api/v1/agents_openai/{agent}/chat/completions': openaiBody,
+  'POST /workflows/v1/mcp-servers': mcpServerBody(true, 'timeout_seconds'),
+  'PATCH /workflows/v1/mcp-servers/{mcp}': mcpServerBody(false, 'timeout_seconds').chain((b) => rarely(mcpSwitches, 3).map((tools) => (tools ? { ...b, tools } : b))),
+  'POST /workflows/v1/mcp-servers/import': mcpImportBody,
+  'POST /api/v1/mcp/servers': mcpServerBody(true, 'timeout'),
+  'PUT /api/v1/mcp/servers/{mcp}': mcpServerBody(false, 'timeout'),
+  'POST /api/v1/mcp/servers/import': mcpImportBody,
+  'POST /api/v1/mcp/servers/{mcp}/test': rec({ url: mostly(mcpUrl, fc.constant(undefined)), server_type: mostly(mcpType, fc.constant(undefined)), headers: mcpHeaders, variables: mcpVariables, timeout: rarely(fc.oneof(fc.double({ min: -1, max: 100, noNaN: true }), junk), 4) }),
 };
 
 /** Bodies that are not JSON documents the routes expect: garbage, deep, unbalanced, huge. */
@@ -461,6 +495,8 @@ const QUERY_PARAMS: Record<string, fc.Arbitrary<string>> = {
   parse: fc.constantFrom('true', 'false'),
   run: fc.constantFrom('DONE', '4', 'UNSTART'),
   ids: ref('kb'),
+  mcp_ids: fc.oneof(ref('mcp'), hexArb(32)),
+  mode: fc.constantFrom('download', 'x'),
   include_parsing_status: fc.constantFrom('true', 'false'),
   title: fc.constantFrom('seed%20agent', 'x'),
   name: fc.constant('seed'),
@@ -508,7 +544,7 @@ interface Spec {
   body: Body;
 }
 const bodies = new Map(ROUTES.map((r) => [r, bodyFor(r)]));
-const POOL_OF: Record<string, string> = { wf: 'wf', run: 'run', file: 'file', key: 'key', agent: 'agent', sid: 'session', sname: 'sname', emb: 'emb', user: 'user', hook: 'hook', kb: 'kb', doc: 'doc' };
+const POOL_OF: Record<string, string> = { wf: 'wf', run: 'run', file: 'file', key: 'key', agent: 'agent', sid: 'session', sname: 'sname', emb: 'emb', user: 'user', hook: 'hook', kb: 'kb', doc: 'doc', mcp: 'mcp' };
 const validUpload = fc
   .record({ filename: fc.constantFrom('a.txt', 'notes.json', 'x.bin', 'guide.md', 'page.html', 'scan.pdf'), type: fc.constantFrom('text/plain', 'application/json', 'application/octet-stream'), content: fc.string({ maxLength: 200 }) })
   .map((p): Body => {
@@ -623,10 +659,13 @@ function learn(s: Spec, path: string, res: RawResponse): void {
     }
   }
   if (res.status === 201 && label === 'POST /workflows/v1/knowledge-bases') remember('kb', j?.id);
+  if (res.status === 201 && label === 'POST /workflows/v1/mcp-servers') remember('mcp', j?.id);
+  if (label.endsWith('/mcp-servers/import') || label.endsWith('/mcp/servers/import')) for (const r of j?.results ?? j?.data?.results ?? []) if (r?.success && typeof r.id === 'string') remember('mcp', r.id);
   if (res.status === 201 && label === 'POST /workflows/v1/knowledge-bases/{kb}/documents') for (const d of j?.items ?? []) remember('doc', d.id);
   if (s.route.api === 'ragflow' && j?.code === 0) {
     if (label === 'POST /api/v1/agents' && j.data?.id) remember('agent', j.data.id);
     if (label === 'POST /api/v1/datasets' && j.data?.id) remember('kb', j.data.id);
+    if (label === 'POST /api/v1/mcp/servers' && j.data?.id) remember('mcp', j.data.id);
     if (label === 'POST /api/v1/datasets/{kb}/documents') for (const d of [j.data].flat()) if (d?.id) remember('doc', d.id);
     if (label.endsWith('upload') || label.endsWith('upload_info')) for (const f of [j.data].flat()) if (f?.id) remember('file', f.id);
   }
@@ -659,6 +698,8 @@ function learn(s: Spec, path: string, res: RawResponse): void {
   if (res.status === 204 && label === 'DELETE /workflows/v1/secrets/{sname}') deleted('sname', idIn(/secrets\/([^/]+)$/));
   if (res.status === 204 && label === 'DELETE /workflows/v1/knowledge-bases/{kb}') deleted('kb', idIn(/knowledge-bases\/([^/]+)$/));
   if (res.status === 204 && label === 'DELETE /workflows/v1/knowledge-bases/{kb}/documents/{doc}') deleted('doc', idIn(/documents\/([^/]+)$/));
+  if (res.status === 204 && label === 'DELETE /workflows/v1/mcp-servers/{mcp}') deleted('mcp', idIn(/mcp-servers\/([^/]+)$/));
+  if (j?.code === 0 && label === 'DELETE /api/v1/mcp/servers/{mcp}') deleted('mcp', idIn(/servers\/([^/]+)$/));
   if (j?.code === 0 && label === 'DELETE /api/v1/agents/{agent}') {
     deleted('agent', idIn(/agents\/([^/]+)$/));
     deleted('wf', idIn(/agents\/([^/]+)$/));

@@ -19,6 +19,8 @@ import { fixture } from '../helpers/canvas';
 import { endUserToken, makeEmbedSecret } from '../helpers/end-users';
 import { newTenant, testEngine } from '../helpers/engine';
 import { type Served, serveApp } from '../helpers/http';
+import type { McpRegistry } from '../../lib/mcp/registry';
+import { MCP_TEST_URL, testMcpRegistry } from '../helpers/mcp-in-memory';
 import { comparable, contractViolation, KeepAliveClient, type RawResponse, sleep } from './support';
 
 const hex = (n: number) => randomBytes(Math.ceil(n / 2)).toString('hex').slice(0, n);
@@ -26,9 +28,10 @@ const hex = (n: number) => randomBytes(Math.ceil(n / 2)).toString('hex').slice(0
 let api: Served;
 let client: KeepAliveClient;
 let queue: ReturnType<typeof createInProcessQueue>;
+let mcpRegistry: McpRegistry;
 
 /** A's items, B's own, and ids of the same shapes that nobody has. */
-const A = { admin: '', execute: '', endUser: '', tenant: '', wf: '', wf2: '', run: '', run2: '', file: '', keyId: '', agent: '', agentTitle: '', session: '', wf2Session: '', idempotencyKey: '', firstBody: {} as unknown, firstResponse: '', wfCursor: '', runCursor: '', kb: '', kbName: '', doc: '' };
+const A = { admin: '', execute: '', endUser: '', tenant: '', wf: '', wf2: '', run: '', run2: '', file: '', keyId: '', agent: '', agentTitle: '', session: '', wf2Session: '', idempotencyKey: '', firstBody: {} as unknown, firstResponse: '', wfCursor: '', runCursor: '', kb: '', kbName: '', doc: '', mcp: '', mcpName: '', mcpToken: '' };
 const B = { admin: '', tenant: '', wf: '', agent: '', kb: '', doc: '' };
 
 async function send(key: string | null, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<RawResponse> {
@@ -64,7 +67,9 @@ beforeAll(async () => {
   // async turns (Prefer: respond-async) run in this process; webhooks are refused without a lookup
   const guard = new SsrfGuard({ allow: [], resolve: async () => [{ address: '127.0.0.1', family: 4 }] });
   queue = createInProcessQueue((records) => processBatch({ engine, guard }, records), { retryDelayMs: 20 });
-  api = await serveApp(engine, { enqueue: queue.enqueue, secrets: new TenantSecrets({ store: engine.store, master: new MasterKeys(new StaticKeyRing()) }) });
+  const secrets = new TenantSecrets({ store: engine.store, master: new MasterKeys(new StaticKeyRing()) });
+  mcpRegistry = testMcpRegistry(engine.store, secrets);
+  api = await serveApp(engine, { enqueue: queue.enqueue, secrets, mcp: mcpRegistry });
   client = new KeepAliveClient(api.url, 8);
   A.admin = api.adminKey;
   A.tenant = api.tenant;
@@ -128,6 +133,13 @@ beforeAll(async () => {
   B.kb = (await send(B.admin, 'POST', '/workflows/v1/knowledge-bases', { name: `B manuals ${hex(6)}` })).json.id;
   B.doc = (await upload(B.admin, `/workflows/v1/knowledge-bases/${B.kb}/documents`, 'b-manual.txt', 'The warranty of tenant B lasts one year.')).json.items[0].id;
 
+  // an MCP server, its token moved into A's secrets
+  A.mcpName = `A tools ${hex(6)}`;
+  A.mcpToken = `a-mcp-token-${hex(16)}`;
+  const mcp = await send(A.admin, 'POST', '/workflows/v1/mcp-servers', { name: A.mcpName, url: MCP_TEST_URL, server_type: 'sse', headers: { Authorization: `Bearer ${A.mcpToken}` } });
+  expect(mcp.status).toBe(201);
+  A.mcp = mcp.json.id;
+
   B.wf = (await send(B.admin, 'POST', '/workflows/v1/workflows', { name: 'B own', dsl: fixture('form-intake') })).json.id;
   B.agent = (await send(B.admin, 'POST', '/api/v1/agents', { title: `B agent ${hex(6)}`, dsl: fixture('form-intake') })).json.data.id;
   // tens of requests, two of them parsing documents: more than the default hook timeout on a loaded machine
@@ -171,7 +183,7 @@ async function indistinguishable(key: string, probe: Probe, aId: string): Promis
   const withMissing = await send(key, probe.method, probe.path.replaceAll('{id}', missing), probe.body?.(missing), probe.headers);
   expect(comparable(withA, aId), `${probe.method} ${probe.path} with A's ${aId} vs missing ${missing}`).toEqual(comparable(withMissing, missing));
   // nothing of A's but the id asked about
-  for (const other of [A.tenant, A.wf, A.wf2, A.run, A.run2, A.file, A.keyId, A.agent, A.session, A.wf2Session, A.agentTitle, A.kb, A.kbName, A.doc]) {
+  for (const other of [A.tenant, A.wf, A.wf2, A.run, A.run2, A.file, A.keyId, A.agent, A.session, A.wf2Session, A.agentTitle, A.kb, A.kbName, A.doc, A.mcp, A.mcpName, A.mcpToken]) {
     if (other !== aId && !probe.path.includes(other) && !JSON.stringify(probe.body?.(aId) ?? '').includes(other)) expect(withA.text).not.toContain(other);
   }
   return withA;
@@ -368,6 +380,42 @@ describe('another tenant', () => {
     expect(theirs.json.data.chunks.map((c: { document_id: string }) => c.document_id)).toEqual([B.doc]);
   });
 
+  it('gets for A\u2019s MCP servers what it gets for missing ones, on both APIs; A\u2019s names are not B\u2019s', async () => {
+    const before = (await send(A.admin, 'GET', `/workflows/v1/mcp-servers/${A.mcp}`)).json;
+    const mcpProbes: Probe[] = [
+      { method: 'GET', path: '/workflows/v1/mcp-servers/{id}' },
+      { method: 'PATCH', path: '/workflows/v1/mcp-servers/{id}', body: () => ({ name: 'taken over', headers: { Authorization: 'Bearer b' } }) },
+      { method: 'PATCH', path: '/workflows/v1/mcp-servers/{id}', body: () => ({ tools: { add: { enabled: false } } }) },
+      { method: 'POST', path: '/workflows/v1/mcp-servers/{id}/tools' },
+      { method: 'GET', path: '/api/v1/mcp/servers/{id}' },
+      { method: 'GET', path: '/api/v1/mcp/servers/{id}?mode=download' },
+      { method: 'PUT', path: '/api/v1/mcp/servers/{id}', body: () => ({ name: 'taken over', url: MCP_TEST_URL }) },
+      { method: 'POST', path: '/api/v1/mcp/servers/{id}/test', body: () => ({ url: MCP_TEST_URL, server_type: 'sse' }) },
+      { method: 'GET', path: '/api/v1/mcp/servers?mcp_ids={id}' },
+      { method: 'GET', path: '/api/v1/mcp/servers?mcp_id={id}' },
+    ];
+    for (const probe of mcpProbes) await indistinguishable(B.admin, probe, A.mcp);
+    // the destructive ones last
+    await indistinguishable(B.admin, { method: 'DELETE', path: '/api/v1/mcp/servers/{id}' }, A.mcp);
+    await indistinguishable(B.admin, { method: 'DELETE', path: '/workflows/v1/mcp-servers/{id}' }, A.mcp);
+    // nothing of A's changed: not its name, switches, cache or secret
+    expect((await send(A.admin, 'GET', `/workflows/v1/mcp-servers/${A.mcp}`)).json).toEqual(before);
+    expect((await send(A.admin, 'GET', '/workflows/v1/secrets')).json.items.map((i: { name: string }) => i.name)).toContain(before.headers.Authorization.slice('{secret.'.length, -1));
+    // A's name is free in B's tenant, through create and import alike
+    const mine = await send(B.admin, 'POST', '/workflows/v1/mcp-servers', { name: A.mcpName, url: MCP_TEST_URL, server_type: 'sse' });
+    expect([mine.status, mine.json.name]).toEqual([201, A.mcpName]);
+    const imported = await send(B.admin, 'POST', '/api/v1/mcp/servers/import', { mcpServers: { [`${A.mcpName} 2`]: { type: 'sse', url: MCP_TEST_URL } } });
+    expect(imported.json.data.results[0]).toMatchObject({ success: true, new_name: `${A.mcpName} 2` });
+    const aImport = await send(A.admin, 'POST', '/api/v1/mcp/servers/import', { mcpServers: { [A.mcpName]: { type: 'sse', url: MCP_TEST_URL } } });
+    expect(aImport.json.data.results[0]).toMatchObject({ success: true, new_name: `${A.mcpName}_0` });
+    // B's copies go, so that the listing checks below hold A's names to B's listings
+    expect((await send(B.admin, 'DELETE', `/workflows/v1/mcp-servers/${mine.json.id}`)).status).toBe(204);
+    expect((await send(B.admin, 'DELETE', `/api/v1/mcp/servers/${imported.json.data.results[0].id}`)).json.code).toBe(0);
+    // B's runs do not see A's server; A's do
+    expect(await mcpRegistry.forTenant(B.tenant).server(A.mcp)).toBeUndefined();
+    expect(await mcpRegistry.forTenant(A.tenant).server(A.mcp)).toMatchObject({ id: A.mcp, name: A.mcpName });
+  });
+
   it('runs A\u2019s Idempotency-Key as a new request of its own, never replaying A\u2019s answer', async () => {
     const reused = await send(B.admin, 'POST', `/workflows/v1/workflows/${B.wf}/execute`, A.firstBody, { 'idempotency-key': A.idempotencyKey });
     const fresh = await send(B.admin, 'POST', `/workflows/v1/workflows/${B.wf}/execute`, A.firstBody, { 'idempotency-key': `iso-${hex(12)}` });
@@ -408,7 +456,7 @@ describe('another tenant', () => {
   });
 
   it('never lists A\u2019s items', async () => {
-    const aIds = [A.wf, A.wf2, A.agent, A.run, A.run2, A.session, A.file, A.keyId, A.tenant, A.kb, A.doc, A.kbName];
+    const aIds = [A.wf, A.wf2, A.agent, A.run, A.run2, A.session, A.file, A.keyId, A.tenant, A.kb, A.doc, A.kbName, A.mcp, A.mcpName, A.mcpToken];
     const seen: string[] = [];
     let cursor = '';
     do {
@@ -427,6 +475,11 @@ describe('another tenant', () => {
       `/workflows/v1/knowledge-bases/${B.kb}/documents?limit=100`,
       '/api/v1/datasets?page_size=100',
       '/api/v1/datasets?page_size=100&include_parsing_status=true',
+      '/workflows/v1/mcp-servers?limit=100',
+      `/workflows/v1/mcp-servers?keywords=${encodeURIComponent(A.mcpName)}`,
+      '/api/v1/mcp/servers?page_size=100',
+      `/api/v1/mcp/servers?mcp_ids=${A.mcp}`,
+      `/api/v1/mcp/servers?keywords=${encodeURIComponent(A.mcpName)}`,
       `/api/v1/datasets/${B.kb}/documents?page_size=100`,
     ]) {
       seen.push((await send(B.admin, 'GET', path)).text);
@@ -437,7 +490,8 @@ describe('another tenant', () => {
     // A's secrets: not listed to B, not deletable by B
     expect((await send(B.admin, 'GET', '/workflows/v1/secrets')).text).not.toContain('A_PRIVATE_TOKEN');
     expect((await send(B.admin, 'DELETE', '/workflows/v1/secrets/A_PRIVATE_TOKEN')).status).toBe(404);
-    expect((await send(A.admin, 'GET', '/workflows/v1/secrets')).json.items.map((i: { name: string }) => i.name)).toEqual(['A_PRIVATE_TOKEN']);
+    // (and the secret A's MCP server's token was moved into)
+    expect((await send(A.admin, 'GET', '/workflows/v1/secrets')).json.items.map((i: { name: string }) => i.name)).toEqual(['A_PRIVATE_TOKEN', expect.stringMatching(/^MCP_A_TOOLS_[0-9A-F]{6}_AUTHORIZATION$/)]);
     // and the other way round
     const aSees = (await send(A.admin, 'GET', '/api/v1/agents?page_size=100')).text + (await send(A.admin, 'GET', '/workflows/v1/workflows?limit=100')).text;
     expect(aSees).not.toContain(B.wf);
@@ -525,6 +579,14 @@ describe('an execute key', () => {
       ['DELETE', `/workflows/v1/knowledge-bases/${A.kb}/documents/${A.doc}`],
       ['GET', `/workflows/v1/knowledge-bases/${A.kb}/documents/${A.doc}/chunks`],
       ['POST', `/workflows/v1/knowledge-bases/${A.kb}/search`, { question: 'warranty' }],
+      // MCP servers are managed, never run: admin keys only, reading included
+      ['POST', '/workflows/v1/mcp-servers', { name: 'x', url: MCP_TEST_URL, server_type: 'sse' }],
+      ['GET', '/workflows/v1/mcp-servers'],
+      ['POST', '/workflows/v1/mcp-servers/import', { mcpServers: { x: { type: 'sse', url: MCP_TEST_URL } } }],
+      ['GET', `/workflows/v1/mcp-servers/${A.mcp}`],
+      ['PATCH', `/workflows/v1/mcp-servers/${A.mcp}`, { name: 'x' }],
+      ['DELETE', `/workflows/v1/mcp-servers/${A.mcp}`],
+      ['POST', `/workflows/v1/mcp-servers/${A.mcp}/tools`],
     ];
     const outcomes = [];
     for (const [method, path, body] of native) {
@@ -548,6 +610,13 @@ describe('an execute key', () => {
       ['DELETE', `/api/v1/datasets/${A.kb}/chunks`, { document_ids: [A.doc] }],
       ['GET', `/api/v1/datasets/${A.kb}/documents/${A.doc}/chunks`],
       ['POST', '/api/v1/retrieval', { dataset_ids: [A.kb], question: 'warranty' }],
+      ['GET', '/api/v1/mcp/servers'],
+      ['POST', '/api/v1/mcp/servers', { name: 'x', url: MCP_TEST_URL, server_type: 'sse' }],
+      ['POST', '/api/v1/mcp/servers/import', { mcpServers: { x: { type: 'sse', url: MCP_TEST_URL } } }],
+      ['GET', `/api/v1/mcp/servers/${A.mcp}`],
+      ['PUT', `/api/v1/mcp/servers/${A.mcp}`, { name: 'x' }],
+      ['DELETE', `/api/v1/mcp/servers/${A.mcp}`],
+      ['POST', `/api/v1/mcp/servers/${A.mcp}/test`, { url: MCP_TEST_URL, server_type: 'sse' }],
     ];
     const rOutcomes = [];
     for (const [method, path, body] of ragflow) rOutcomes.push(`${method} ${path} -> ${(await send(A.endUser, method, path, body)).json.code}`);
@@ -559,6 +628,7 @@ describe('an execute key', () => {
     expect((await upload(A.execute, `/workflows/v1/knowledge-bases/${A.kb}/documents`)).json).toMatchObject({ code: 'forbidden' });
     expect((await upload(A.endUser, `/api/v1/datasets/${A.kb}/documents`)).json).toEqual({ code: 103, message: 'This operation needs an admin API key.' });
     expect((await send(A.admin, 'GET', `/workflows/v1/knowledge-bases/${A.kb}`)).json).toMatchObject({ name: A.kbName, document_count: 1 });
+    expect((await send(A.admin, 'GET', `/workflows/v1/mcp-servers/${A.mcp}`)).json).toMatchObject({ id: A.mcp, name: A.mcpName });
   });
 });
 

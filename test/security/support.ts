@@ -90,7 +90,7 @@ export type Api = 'public' | 'native' | 'ragflow';
 
 export interface Route {
   method: string;
-  /** Placeholders: {wf} {run} {n} {file} {key} {agent} {sid} {sname} (a tenant secret's name) {emb} (an embed secret's id) {user} (an end user's id) {cid} (a component's id) {mid} (a message id) {hook} (a webhook's id) {kb} (a knowledge base's id, RAGFlow's dataset id) {doc} (a document's id) */
+  /** Placeholders: {wf} {run} {n} {file} {key} {agent} {sid} {sname} (a tenant secret's name) {emb} (an embed secret's id) {user} (an end user's id) {cid} (a component's id) {mid} (a message id) {hook} (a webhook's id) {kb} (a knowledge base's id, RAGFlow's dataset id) {doc} (a document's id) {mcp} (an MCP server's id) */
   path: string;
   api: Api;
   /** Answers with the admin scope only. */
@@ -150,6 +150,13 @@ export const ROUTES: readonly Route[] = [
   { method: 'DELETE', path: '/workflows/v1/knowledge-bases/{kb}/documents/{doc}', api: 'native', admin: true },
   { method: 'GET', path: '/workflows/v1/knowledge-bases/{kb}/documents/{doc}/chunks', api: 'native', admin: true },
   { method: 'POST', path: '/workflows/v1/knowledge-bases/{kb}/search', api: 'native', admin: true },
+  { method: 'POST', path: '/workflows/v1/mcp-servers', api: 'native', admin: true },
+  { method: 'GET', path: '/workflows/v1/mcp-servers', api: 'native', admin: true },
+  { method: 'POST', path: '/workflows/v1/mcp-servers/import', api: 'native', admin: true },
+  { method: 'GET', path: '/workflows/v1/mcp-servers/{mcp}', api: 'native', admin: true },
+  { method: 'PATCH', path: '/workflows/v1/mcp-servers/{mcp}', api: 'native', admin: true },
+  { method: 'DELETE', path: '/workflows/v1/mcp-servers/{mcp}', api: 'native', admin: true },
+  { method: 'POST', path: '/workflows/v1/mcp-servers/{mcp}/tools', api: 'native', admin: true },
   { method: 'GET', path: '/api/v1/agents', api: 'ragflow' },
   { method: 'POST', path: '/api/v1/agents', api: 'ragflow', admin: true },
   { method: 'GET', path: '/api/v1/agents/templates', api: 'ragflow' },
@@ -185,6 +192,13 @@ export const ROUTES: readonly Route[] = [
   { method: 'DELETE', path: '/api/v1/datasets/{kb}/chunks', api: 'ragflow', admin: true },
   { method: 'GET', path: '/api/v1/datasets/{kb}/documents/{doc}/chunks', api: 'ragflow', admin: true },
   { method: 'POST', path: '/api/v1/retrieval', api: 'ragflow', admin: true },
+  { method: 'GET', path: '/api/v1/mcp/servers', api: 'ragflow', admin: true },
+  { method: 'POST', path: '/api/v1/mcp/servers', api: 'ragflow', admin: true },
+  { method: 'POST', path: '/api/v1/mcp/servers/import', api: 'ragflow', admin: true },
+  { method: 'GET', path: '/api/v1/mcp/servers/{mcp}', api: 'ragflow', admin: true },
+  { method: 'PUT', path: '/api/v1/mcp/servers/{mcp}', api: 'ragflow', admin: true },
+  { method: 'DELETE', path: '/api/v1/mcp/servers/{mcp}', api: 'ragflow', admin: true },
+  { method: 'POST', path: '/api/v1/mcp/servers/{mcp}/test', api: 'ragflow', admin: true },
   // stands for every RAGFlow route Easel answers as unsupported (the catch-all under /api/v1)
   { method: 'GET', path: '/api/v1/chats', api: 'ragflow' },
 ];

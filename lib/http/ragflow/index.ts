@@ -1,7 +1,7 @@
 /**
  * RAGFlow-compatible routes under /api/v1: the same keys, tenants, workflows, runs and knowledge
  * bases as the native API (agents, sessions, completions, uploads; datasets, their documents,
- * parsing, chunks, retrieval), in RAGFlow's envelope and codes, so its SDK and documented
+ * parsing, chunks, retrieval; MCP servers), in RAGFlow's envelope and codes, so its SDK and documented
  * calls work unchanged.
  * Each group of routes is a Hono app of its own, mounted here in an order that lets fixed paths
  * (`/agents/templates`, `/agents/tags`, `/agents/prompts`) win over `/agents/{id}`; whatever
@@ -25,6 +25,7 @@ import type { RagflowEnv } from './context';
 import { RAGFLOW } from './envelope';
 import { inputFormRoutes } from './input-form';
 import { logRoutes } from './logs';
+import { mcpServerRoutes } from './mcp-servers';
 import { resetRoutes } from './reset';
 import { sessionRoutes } from './sessions';
 import { tagRoutes } from './tags';
@@ -52,6 +53,7 @@ export function registerRagflowRoutes(app: Hono<RagflowEnv>, deps: AppDeps): voi
   app.route('/api/v1/datasets/:id/documents', documentRoutes(deps));
   app.route('/api/v1/datasets/:id', chunkRoutes(deps));
   app.route('/api/v1', retrievalRoutes(deps));
+  app.route('/api/v1/mcp/servers', mcpServerRoutes(deps));
   app.all('/api/v1/*', unsupported);
 }
 
