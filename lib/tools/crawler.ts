@@ -17,8 +17,6 @@
  */
 import { z } from 'zod';
 import { DocumentParseError } from '../knowledge/parse/errors';
-import { htmlToText } from '../knowledge/parse/html';
-import { cleanHtml, htmlToMarkdown } from '../knowledge/parse/html-views';
 import { OutboundError } from '../outbound/request';
 import { SsrfBlockedError } from '../outbound/ssrf';
 import { ToolError } from './errors';
@@ -112,7 +110,7 @@ function pageTool(entry: ToolEntry<CrawlerParams>): Tool {
       let content: string;
       if (HTML_TYPES.has(type)) {
         if (res.body.includes('\u0000')) throw new ToolError(`tool "${name}": the page at ${new URL(res.url).origin} is binary, not HTML`);
-        content = pageContent(name, res.body, p.extract_type, res.url);
+        content = await pageContent(name, res.body, p.extract_type, res.url);
       } else if (isText(type)) {
         content = res.body.trim();
       } else {
@@ -124,8 +122,12 @@ function pageTool(entry: ToolEntry<CrawlerParams>): Tool {
   };
 }
 
-/** The page as `extract_type` asks; a page past the parser's limits is a permanent failure. */
-function pageContent(tool: string, html: string, extractType: CrawlerExtractType, baseUrl: string): string {
+/**
+ * The page as `extract_type` asks; a page past the parser's limits is a permanent failure. The
+ * parser is loaded on the first page, off the init path of functions that crawl nothing.
+ */
+async function pageContent(tool: string, html: string, extractType: CrawlerExtractType, baseUrl: string): Promise<string> {
+  const [{ htmlToText }, { cleanHtml, htmlToMarkdown }] = await Promise.all([import('../knowledge/parse/html'), import('../knowledge/parse/html-views')]);
   try {
     if (extractType === 'html') return cleanHtml(html, { baseUrl });
     if (extractType === 'content') return htmlToText(html);

@@ -27,7 +27,7 @@ describe('Runtime.mcp', () => {
     try {
       expect(appDeps(runtime).mcp).toBe(runtime.mcp);
       const tenant = newTenant();
-      const { server } = await runtime.mcp!.create(tenant, { name: 'calc', url: 'http://127.0.0.1:9/mcp', server_type: 'streamable-http', headers: { Authorization: `Bearer ${TOKEN}` } });
+      const { server } = await runtime.mcp.create(tenant, { name: 'calc', url: 'http://127.0.0.1:9/mcp', server_type: 'streamable-http', headers: { Authorization: `Bearer ${TOKEN}` } });
       const ctx = (t: string) => ({ services: runtime.engine.servicesFor!(t) }) as unknown as ComponentContext;
       const run = mcpOf(ctx(tenant));
       const connection = await run.server(server.id);
@@ -39,12 +39,16 @@ describe('Runtime.mcp', () => {
     } finally {
       runtime.dynamo.destroy();
     }
-    // no connector: no registry, no `mcp` for runs
+    // no connector given: the registry speaks MCP through the SSRF-guarded connector of the runtime
     const bare = buildRuntime(config);
     try {
-      expect(bare.mcp).toBeUndefined();
-      expect(appDeps(bare).mcp).toBeUndefined();
-      expect(() => mcpOf({ services: bare.engine.servicesFor!(newTenant()) } as unknown as ComponentContext)).toThrow('MCP servers are not configured for this run');
+      expect(appDeps(bare).mcp).toBe(bare.mcp);
+      expect(bare.mcp).toBeDefined();
+      const tenant = newTenant();
+      // nothing listens on port 9: the real connector tried, and the server is kept without tools, as RAGFlow keeps it
+      const created = await bare.mcp.create(tenant, { name: 'nowhere', url: 'http://127.0.0.1:9/mcp', server_type: 'streamable-http' });
+      expect(created.toolsError).toMatch(/127\.0\.0\.1:9|connect|refused/i);
+      expect(await mcpOf({ services: bare.engine.servicesFor!(tenant) } as unknown as ComponentContext).server('nothing')).toBeUndefined();
     } finally {
       bare.dynamo.destroy();
     }
