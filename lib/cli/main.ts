@@ -17,10 +17,12 @@ import { type Io, table } from './terminal';
 export const USAGE = `usage: easel <command> [options]
 
 Workflows (admin key):
-  workflows create <file.json|-> [--name <name>] [--description <text>]
+  workflows create <file.json|-> [--name <name>] [--description <text>] [--drop-unsupported-tools]
       the file is a RAGFlow DSL, {name, description, dsl}, or a RAGFlow template file
       ({title: {en, ...}, description, canvas_type, dsl}: its English title and description
-      are taken); prints the new id
+      are taken); prints the new id, and what the import changed or warns of on stderr.
+      --drop-unsupported-tools leaves out Agent tools Easel does not offer (Bing,
+      DuckDuckGo, ...) instead of refusing the file, and names each one dropped
   workflows list
   workflows versions <workflow>
   workflows activate <workflow> <version>
@@ -59,13 +61,14 @@ const OPTIONS = {
   scope: { type: 'string' },
   workflows: { type: 'string' },
   async: { type: 'boolean' },
+  'drop-unsupported-tools': { type: 'boolean' },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
 
 /** Options each command takes besides the global ones. */
 const COMMAND_OPTIONS: Record<string, (keyof typeof OPTIONS)[]> = {
-  'workflows create': ['name', 'description'],
+  'workflows create': ['name', 'description', 'drop-unsupported-tools'],
   run: ['query', 'inputs', 'run-id', 'turn', 'async'],
   chat: ['run-id'],
   'keys create': ['name', 'scope', 'workflows'],
@@ -118,10 +121,11 @@ async function dispatch(argv: readonly string[], io: Io): Promise<number> {
   switch (name) {
     case 'workflows create': {
       const [file] = args(1, 'a file (or - for stdin)');
-      const body = await workflowFile(file as string, values, io);
-      const created = await client(values, io).json<{ id: string; name: string; version: number; webhook_url?: string }>('POST', '/workflows/v1/workflows', body);
+      const body = { ...(await workflowFile(file as string, values, io)), ...(values['drop-unsupported-tools'] ? { drop_unsupported_tools: true } : {}) };
+      const created = await client(values, io).json<{ id: string; name: string; version: number; webhook_url?: string; warnings?: { message: string }[] }>('POST', '/workflows/v1/workflows', body);
       if (values.json) return json(io, created);
       info(`Created workflow ${created.id} "${created.name}" (version ${created.version}).`);
+      for (const warning of created.warnings ?? []) info(`! ${warning.message}`);
       if (created.webhook_url) info(`Webhook: ${created.webhook_url}`);
       out(created.id);
       return 0;

@@ -178,7 +178,7 @@ async function invokeAgent(p: AgentParams, ctx: ComponentContext, registry: Tool
   const trace: ToolTrace[] = [];
   const run = () => {
     const mcp = new McpSessions(() => mcpOf(ctx), { signal: ctx.signal, headers: p.custom_header });
-    return closingMcp(runRounds(model, messages, p, { ctx, registry, signal: ctx.signal, path: [], next: 0, mcp }, trace), mcp);
+    return closingMcp(runRounds(model, messages, p, { ctx, registry, signal: ctx.signal, path: [], next: 0, mcp, nested: new Map() }, trace), mcp);
   };
   if (!schema && ctx.downstreamStreams && !ctx.handlesErrors) {
     const stream = new TextStream(run());
@@ -196,10 +196,12 @@ async function invokeAgent(p: AgentParams, ctx: ComponentContext, registry: Tool
   return { outputs: { content: text, structured, use_tools: trace } };
 }
 
+/** One call in `use_tools`; a sub-Agent's call holds the calls the sub-Agent made (RAGFlow's trace shows them under its path). */
 interface ToolTrace {
   name: string;
   arguments: unknown;
   result: string;
+  calls?: ToolTrace[];
 }
 
 /** One level of the tool loop: the Agent's own, or a sub-Agent's inside one call. */
@@ -212,6 +214,8 @@ interface Rounds {
   readonly path: readonly number[];
   /** The ordinal of the next call made at this level. */
   next: number;
+  /** The calls of this level's sub-Agent calls, by the call's ordinal, for `use_tools`. */
+  readonly nested: Map<number, ToolTrace[]>;
   /** The invocation's MCP sessions, shared by its sub-Agents. */
   readonly mcp: McpSessions;
 }
@@ -284,7 +288,8 @@ async function* runRounds(
     const results = await Promise.all(calls.map((call, i) => callOne(call, tools, rounds, first + i)));
     calls.forEach((call, i) => {
       const result = results[i] as string;
-      trace.push({ name: call.name, arguments: parseArguments(call.arguments) ?? call.arguments, result });
+      const nested = rounds.nested.get(first + i);
+      trace.push({ name: call.name, arguments: parseArguments(call.arguments) ?? call.arguments, result, ...(nested && nested.length > 0 ? { calls: nested } : {}) });
       messages.push({ role: 'tool', content: result, tool_call_id: call.id });
     });
   }
@@ -321,12 +326,19 @@ function createTool(entry: AgentToolEntry, registry: ToolRegistry): Tool {
   return kind.create(entry);
 }
 
+/** The trace a sub-Agent call at `ordinal` of this level fills (a fresh one when it runs again). */
+function traceOf(rounds: Rounds, ordinal: number): ToolTrace[] {
+  const trace: ToolTrace[] = [];
+  rounds.nested.set(ordinal, trace);
+  return trace;
+}
+
 /** A sub-Agent runs this same loop, one level down, under its call's signal. */
 function subAgentHost(rounds: Rounds) {
   return {
     component: rounds.ctx,
     rounds: (model: ChatModel, messages: ChatMessage[], params: AgentParams, call: ToolContext) =>
-      runRounds(model, messages, params, { ctx: rounds.ctx, registry: rounds.registry, signal: call.signal, path: [...call.path, call.ordinal], next: 0, mcp: rounds.mcp }, []),
+      runRounds(model, messages, params, { ctx: rounds.ctx, registry: rounds.registry, signal: call.signal, path: [...call.path, call.ordinal], next: 0, mcp: rounds.mcp, nested: new Map() }, traceOf(rounds, call.ordinal)),
   };
 }
 

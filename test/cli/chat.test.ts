@@ -171,6 +171,28 @@ describe('easel run and workflows list', () => {
     expect(JSON.parse((await easel(['workflows', 'create', file, '--name', 'Mine', '--json'])).stdout)).toMatchObject({ name: 'Mine', canvas_type: 'Customer Support' });
   });
 
+  it('workflows create --drop-unsupported-tools imports a file with tools Easel does not offer, naming each one dropped', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'easel-cli-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'search.json');
+    const agent = {
+      llm_id: 'echo', sys_prompt: 'You search.', prompts: [{ role: 'user', content: '{sys.query}' }],
+      tools: [{ component_name: 'DuckDuckGo', name: 'DuckDuckGo', params: {} }, { component_name: 'Wikipedia', name: 'Wikipedia', params: {} }],
+    };
+    writeFileSync(file, JSON.stringify({ name: 'search', dsl: { components: {
+      begin: { obj: { component_name: 'Begin', params: {} }, downstream: ['Agent:S'], upstream: [] },
+      'Agent:S': { obj: { component_name: 'Agent', params: agent }, downstream: [], upstream: ['begin'] },
+    } } }));
+    const refused = await easel(['workflows', 'create', file]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('DuckDuckGo: DuckDuckGo offers no public web-search API to call');
+    const created = await easel(['workflows', 'create', file, '--drop-unsupported-tools']);
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stderr).toContain('! Agent:S: the tool DuckDuckGo ("DuckDuckGo") was left out: DuckDuckGo offers no public web-search API to call.');
+    const versions = await api.call('GET', `/workflows/v1/workflows/${created.stdout.trim()}`);
+    expect(versions.json.name).toBe('search');
+  });
+
   it('runs turns in the server worker with --async and follows them to their end', async () => {
     // a server whose async turns go through an in-process queue to the worker's handler
     const engine = testEngine();

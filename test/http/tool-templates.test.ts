@@ -68,7 +68,7 @@ afterAll(async () => {
   await Promise.all([api?.close(), model?.close(), tavily?.close()]);
 });
 
-type Trace = { component_id: string; trace: { outputs?: { use_tools?: { name: string; arguments: any; result: string }[] } }[] };
+type Trace = { component_id: string; trace: { outputs?: { use_tools?: unknown[] } }[] };
 
 describe.skipIf(!TEMPLATES.every((t) => existsSync(file(t))))('stock templates with web tools', () => {
   it.each(TEMPLATES)('%s imports unchanged and runs to the end; its Tavily calls are in the trace and use_tools', async (name) => {
@@ -89,16 +89,13 @@ describe.skipIf(!TEMPLATES.every((t) => existsSync(file(t))))('stock templates w
     expect(searches.every((r) => r.headers.authorization === `Bearer ${TAVILY_TEST_KEY}`)).toBe(true);
     expect(searches[0]?.body).toMatchObject({ query: 'kyoto espresso keywords', search_depth: 'basic' });
 
-    const calls = data.trace.flatMap((t) => t.trace.flatMap((e) => e.outputs?.use_tools ?? []));
-    if (process.env.SHOW_TRACE) console.log(name, JSON.stringify(calls.map((c) => [c.name, c.arguments, c.result.slice(0, 80)])));
+    // every call, a sub-Agent's own calls under its call (as RAGFlow's trace shows them under its path)
+    type Call = { name: string; arguments: any; result: string; calls?: Call[] };
+    const flat = (calls: Call[]): Call[] => calls.flatMap((c) => [c, ...flat(c.calls ?? [])]);
+    const calls = flat(data.trace.flatMap((t) => t.trace.flatMap((e) => (e.outputs?.use_tools ?? []) as Call[])));
     const search = calls.find((c) => c.name.startsWith('tavily_search'));
-    if (search) {
-      expect(search.arguments).toEqual({ query: 'kyoto espresso keywords' });
-      expect(search.result).toContain('Kyoto temples and autumn leaves');
-    } else {
-      // the searches were made by sub-Agents: their call is the lead Agent's, and its result is the sub-Agent's answer
-      expect(calls.some((c) => /Answer from \d+ tool results/.test(c.result))).toBe(true);
-    }
+    expect(search?.arguments).toEqual({ query: 'kyoto espresso keywords' });
+    expect(search?.result).toContain('Kyoto temples and autumn leaves');
     expect(asked.text).not.toContain(TAVILY_TEST_KEY);
   });
 });
