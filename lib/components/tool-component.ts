@@ -36,7 +36,7 @@ export function toolComponent(kind: ToolKind<any>, fallback: ToolRegistry = buil
       const { raw, params } = p as { raw: Record<string, unknown>; params: unknown };
       const registry = toolsOf(ctx) ?? fallback;
       const tool = (registry.kind(kind.name) ?? kind).create({ component_name: kind.name, name: kind.name, params });
-      const args = await argumentsOf(tool.parameters, raw, kind.canvasDefaults ?? {}, ctx);
+      const args = await argumentsOf(tool.parameters, raw, kind.canvasDefaults ?? queryDefault(tool.parameters), ctx);
       const toolCtx: ToolContext = {
         signal: ctx.signal,
         services: ctx.services as ComponentServices as ToolServices,
@@ -61,6 +61,18 @@ export function toolComponent(kind: ToolKind<any>, fallback: ToolRegistry = buil
       return { outputs: outcome.outputs ?? { formalized_content: outcome.content, json: outcome.data ?? [] } };
     },
   });
+}
+
+/**
+ * RAGFlow's convention for a tool's main input (`query`, `q`, `to_email`): its meta defaults
+ * the first required string argument to `{sys.query}`, so a search on the canvas searches what
+ * the user said. Kinds whose defaults differ say so (`canvasDefaults`).
+ */
+function queryDefault(schema: Record<string, unknown>): Record<string, unknown> {
+  const properties = isRecord(schema.properties) ? schema.properties : {};
+  const required = Array.isArray(schema.required) ? schema.required : [];
+  const main = required.find((name) => typeof name === 'string' && isRecord(properties[name]) && (properties[name] as Record<string, unknown>).type === 'string');
+  return typeof main === 'string' ? { [main]: '{sys.query}' } : {};
 }
 
 /**

@@ -169,13 +169,14 @@ export function tavilyTools(options: TavilyOptions = {}): [ToolKind<TavilySearch
       name: 'TavilySearch',
       params: searchParams,
       credentials: [{ param: 'api_key', secret: TAVILY_KEY_SECRET }],
-      canvasDefaults: { query: '{sys.query}' },
       create: (entry) => searchTool(entry, endpoint),
     },
     {
       name: 'TavilyExtract',
       params: extractParams,
       credentials: [{ param: 'api_key', secret: TAVILY_KEY_SECRET }],
+      // RAGFlow defaults `urls` to nothing: the entry's own `urls` are used
+      canvasDefaults: {},
       create: (entry) => extractTool(entry, endpoint),
     },
   ];
