@@ -18,7 +18,7 @@ import {
   rotateKeyRing,
   setupSecrets,
 } from '../secrets';
-import { migrateStoredToolCredentials } from '../secrets/tool-credentials';
+import { migrateStoredToolCredentials } from '../secrets/migrate-tool-credentials';
 import { createDynamoClients } from '../store/setup';
 import { builtinTools } from '../tools/registry';
 
