@@ -6,10 +6,12 @@
  * offer are refused with their reasons — or left out with `drop_unsupported_tools`, reported.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compileWorkflow } from '../../lib/canvas';
+import { builtinComponents } from '../../lib/components';
 import { MasterKeys, StaticKeyRing } from '../../lib/secrets/master-key';
 import { TenantSecrets } from '../../lib/secrets/tenant-secrets';
 import { getVersion } from '../../lib/store/workflows';
@@ -137,6 +139,24 @@ describe('a credential in a tool’s params', () => {
 });
 
 describe.runIf(existsSync(CORPUS))('tool kinds Easel does not offer', () => {
+  it('leave 4 of RAGFlow’s 15 stock agent templates refused; the other 11 import unchanged', () => {
+    const dir = resolve(CORPUS, 'agent/templates');
+    const agents = readdirSync(dir)
+      .map((file) => ({ name: file.replace(/\.json$/, ''), template: JSON.parse(readFileSync(resolve(dir, file), 'utf8')) }))
+      // the ingestion pipelines are not agents, and compiler.json is no canvas
+      .filter(({ template }) => template.dsl && template.canvas_type !== 'Ingestion Pipeline');
+    expect(agents).toHaveLength(15);
+    const refused = agents.filter(({ template }) => {
+      try {
+        compileWorkflow(template.dsl, builtinComponents);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    expect(refused.map((a) => a.name).sort()).toEqual(['data_analysis_beginner_assistant', 'stock_market_research_assistant', 'text2sql_data_expert', 'web_search_assistant']);
+  });
+
   it('web_search_assistant is refused naming Bing and DuckDuckGo with their reasons', async () => {
     const t = await tenant();
     const refused = await api.call('POST', '/workflows/v1/workflows', { key: t.key, body: template('web_search_assistant') });
