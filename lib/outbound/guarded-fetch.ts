@@ -19,15 +19,13 @@
  * for await (const chunk of res.body!) ...
  */
 import http from 'node:http';
-import https from 'node:https';
-import { isIP } from 'node:net';
 import {
   BODY_HEADERS,
   CREDENTIAL_HEADERS,
   DEFAULT_MAX_REDIRECTS,
   networkError,
   OutboundError,
-  pinnedLookup,
+  pinnedRequest,
   REDIRECT_STATUSES,
   untilAborted,
 } from './request';
@@ -151,8 +149,6 @@ function send(
 ): Promise<http.IncomingMessage> {
   return new Promise((resolve, reject) => {
     const { url } = target;
-    const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-    const secure = url.protocol === 'https:';
     let req: http.ClientRequest | undefined;
     let settled = false;
     const fail = (error: unknown) => {
@@ -166,22 +162,10 @@ function send(
     if (signal.aborted) return onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
 
-    const requestHeaders: Record<string, string> = { 'user-agent': 'easel', ...headers, host: url.host, 'accept-encoding': 'identity' };
-    if (body !== undefined) requestHeaders['content-length'] = String(body.length);
     try {
-      req = (secure ? https : http).request({
-        protocol: url.protocol,
-        host: hostname,
-        port: url.port === '' ? undefined : Number(url.port),
-        path: `${url.pathname}${url.search}`,
-        method,
-        headers: requestHeaders,
-        agent: false, // a fresh socket per hop: a pooled one could have been approved for another URL
-        lookup: pinnedLookup(target),
-        ...(secure && isIP(hostname) === 0 ? { servername: hostname } : {}),
-      });
-    } catch (cause) {
-      return fail(new OutboundError('invalid_request', `outbound request to ${url.origin} failed: invalid method or header`, { transient: false, cause }));
+      req = pinnedRequest(url, target, method, { 'user-agent': 'easel', ...headers, host: url.host, 'accept-encoding': 'identity' }, body?.length);
+    } catch (error) {
+      return fail(error);
     }
     req.on('error', (err) => fail(networkError(err, url)));
     req.on('response', (res) => {

@@ -191,8 +191,6 @@ function exchange(
 ): Promise<ExchangeResult> {
   return new Promise((resolve, reject) => {
     const { url } = target;
-    const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-    const secure = url.protocol === 'https:';
 
     let settled = false;
     let req: http.ClientRequest | undefined;
@@ -208,23 +206,10 @@ function exchange(
     if (signal.aborted) return onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
 
-    const requestHeaders: Record<string, string> = { 'user-agent': 'easel', ...headers, host: url.host };
-    if (body !== undefined) requestHeaders['content-length'] = String(body.length);
     try {
-      req = (secure ? https : http).request({
-        protocol: url.protocol,
-        host: hostname,
-        port: url.port === '' ? undefined : Number(url.port),
-        path: `${url.pathname}${url.search}`,
-        method,
-        headers: requestHeaders,
-        agent: false, // a fresh socket per hop: a pooled one could have been approved for another URL
-        lookup: pinnedLookup(target),
-        ...(secure && isIP(hostname) === 0 ? { servername: hostname } : {}),
-      });
-    } catch (cause) {
-      // Node validates the method and header names/values before it opens any socket.
-      return fail(new OutboundError('invalid_request', `outbound request to ${url.origin} failed: invalid method or header`, { transient: false, cause }));
+      req = pinnedRequest(url, target, method, { 'user-agent': 'easel', ...headers, host: url.host }, body?.length);
+    } catch (error) {
+      return fail(error);
     }
 
     req.on('error', (err) => fail(networkError(err, url)));
@@ -265,6 +250,32 @@ function exchange(
 }
 
 /** A `lookup` that ignores the name and answers with the addresses the guard approved. */
+/**
+ * One hop's request, its socket pinned to the address the guard approved (`target`), on a
+ * fresh socket (a pooled one could have been approved for another URL).
+ * @throws OutboundError `invalid_request` for a method or header Node refuses (checked before any socket opens)
+ */
+export function pinnedRequest(url: URL, target: SsrfCheckResult, method: string, headers: Record<string, string>, bodyLength?: number): http.ClientRequest {
+  const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  const secure = url.protocol === 'https:';
+  const requestHeaders = bodyLength === undefined ? headers : { ...headers, 'content-length': String(bodyLength) };
+  try {
+    return (secure ? https : http).request({
+      protocol: url.protocol,
+      host: hostname,
+      port: url.port === '' ? undefined : Number(url.port),
+      path: `${url.pathname}${url.search}`,
+      method,
+      headers: requestHeaders,
+      agent: false,
+      lookup: pinnedLookup(target),
+      ...(secure && isIP(hostname) === 0 ? { servername: hostname } : {}),
+    });
+  } catch (cause) {
+    throw new OutboundError('invalid_request', `outbound request to ${url.origin} failed: invalid method or header`, { transient: false, cause });
+  }
+}
+
 export function pinnedLookup(target: SsrfCheckResult): LookupFunction {
   return (_hostname, options, callback) => {
     if (options.all) callback(null, target.addresses.map((a) => ({ address: a.address, family: a.family })));

@@ -16,7 +16,7 @@
  *
  * Scriptable per request (status+headers, stall); every request is recorded.
  */
-import { json, type RecordedRequest, type Scripted, ScriptedHttpServer, wordsOf } from './scripted-http';
+import { json, type RecordedRequest, type ScriptedAnswer, ScriptedServer, wordsOf } from './scripted-server';
 
 export interface Repository {
   name: string;
@@ -37,7 +37,7 @@ export class GitHubServer {
   #used = { anonymous: 0, authenticated: 0 };
 
   private constructor(
-    private readonly http: ScriptedHttpServer,
+    private readonly http: ScriptedServer,
     public repositories: Repository[],
     public token: string,
     public limit: number,
@@ -46,7 +46,7 @@ export class GitHubServer {
 
   static async start(options: { repositories?: Repository[]; token?: string; limit?: number; authenticatedLimit?: number } = {}): Promise<GitHubServer> {
     let self: GitHubServer | undefined;
-    const http = await ScriptedHttpServer.start((request) => (self as GitHubServer).answer(request));
+    const http = await ScriptedServer.start((request) => (self as GitHubServer).answer(request));
     self = new GitHubServer(http, options.repositories ?? [], options.token ?? GITHUB_TEST_TOKEN, options.limit ?? 10, options.authenticatedLimit ?? 30);
     return self;
   }
@@ -59,7 +59,7 @@ export class GitHubServer {
     return this.http.requests;
   }
 
-  enqueue(...answers: Scripted[]): void {
+  enqueue(...answers: ScriptedAnswer[]): void {
     this.http.enqueue(...answers);
   }
 

@@ -14,7 +14,7 @@
  *
  * Scriptable per request (status+headers, stall); every request is recorded.
  */
-import { json, type RecordedRequest, type Scripted, ScriptedHttpServer, wordsOf } from './scripted-http';
+import { json, type RecordedRequest, type ScriptedAnswer, ScriptedServer, wordsOf } from './scripted-server';
 
 export interface GooglePage {
   link: string;
@@ -28,14 +28,14 @@ export const SERPAPI_TEST_KEY = 'serp-test-KEY-5f3a9c0d1e';
 
 export class SerpApiServer {
   private constructor(
-    private readonly http: ScriptedHttpServer,
+    private readonly http: ScriptedServer,
     public pages: GooglePage[],
     public key: string,
   ) {}
 
   static async start(options: { pages?: GooglePage[]; key?: string } = {}): Promise<SerpApiServer> {
     let self: SerpApiServer | undefined;
-    const http = await ScriptedHttpServer.start((request) => (self as SerpApiServer).answer(request));
+    const http = await ScriptedServer.start((request) => (self as SerpApiServer).answer(request));
     self = new SerpApiServer(http, options.pages ?? [], options.key ?? SERPAPI_TEST_KEY);
     return self;
   }
@@ -48,7 +48,7 @@ export class SerpApiServer {
     return this.http.requests;
   }
 
-  enqueue(...answers: Scripted[]): void {
+  enqueue(...answers: ScriptedAnswer[]): void {
     this.http.enqueue(...answers);
   }
 

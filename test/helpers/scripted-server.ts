@@ -14,6 +14,8 @@ export interface RecordedRequest {
   path: string;
   /** The query string's parameters, a repeated one by its last value. */
   query: Record<string, string>;
+  /** The raw query string, without `?`. */
+  search: string;
   headers: Record<string, string | string[] | undefined>;
   body: string;
 }
@@ -72,6 +74,7 @@ export class ScriptedServer {
       method: req.method ?? '',
       path: url.pathname,
       query: Object.fromEntries(url.searchParams),
+      search: url.search.replace(/^\?/, ''),
       headers: { ...req.headers },
       body: Buffer.concat(chunks).toString('utf8'),
     };
@@ -102,3 +105,6 @@ export function matches(query: string, text: string): boolean {
   const words = new Set(wordsOf(query));
   return wordsOf(text).some((w) => words.has(w));
 }
+
+/** A JSON answer. */
+export const json = (status: number, value: unknown, headers?: Record<string, string>): ServiceAnswer => ({ status, body: JSON.stringify(value), ...(headers ? { headers } : {}) });

@@ -11,7 +11,7 @@
  * Scriptable per request (status+headers, stall; a 302 with `location` for redirects); every
  * request is recorded.
  */
-import { json, type RecordedRequest, type Scripted, ScriptedHttpServer, wordsOf } from './scripted-http';
+import { json, type RecordedRequest, type ScriptedAnswer, ScriptedServer, wordsOf } from './scripted-server';
 
 export interface SearxPage {
   url: string;
@@ -21,14 +21,14 @@ export interface SearxPage {
 
 export class SearxngServer {
   private constructor(
-    private readonly http: ScriptedHttpServer,
+    private readonly http: ScriptedServer,
     public pages: SearxPage[],
     public jsonEnabled: boolean,
   ) {}
 
   static async start(options: { pages?: SearxPage[]; jsonEnabled?: boolean } = {}): Promise<SearxngServer> {
     let self: SearxngServer | undefined;
-    const http = await ScriptedHttpServer.start((request) => (self as SearxngServer).answer(request));
+    const http = await ScriptedServer.start((request) => (self as SearxngServer).answer(request));
     self = new SearxngServer(http, options.pages ?? [], options.jsonEnabled ?? true);
     return self;
   }
@@ -41,7 +41,7 @@ export class SearxngServer {
     return this.http.requests;
   }
 
-  enqueue(...answers: Scripted[]): void {
+  enqueue(...answers: ScriptedAnswer[]): void {
     this.http.enqueue(...answers);
   }
 
