@@ -61,8 +61,12 @@ export const RunInput = z
   })
   .openapi('RunInput');
 
+const EXECUTE_FIELDS = new Set(['run_id', 'turn_number', 'run_input', 'callback_url']);
+/** Fields of `run_input` a client may put one level too high. */
+const RUN_INPUT_FIELDS = new Set(['query', 'inputs', 'command', 'files', 'user_id']);
+
 export const ExecuteBody = z
-  .object({
+  .strictObject({
     run_id: RUN_ID.optional(),
     turn_number: z.number().int().min(0).optional(),
     run_input: RunInput.optional(),
@@ -71,6 +75,13 @@ export const ExecuteBody = z
       .max(2048)
       .optional()
       .openapi({ description: 'With `Prefer: respond-async`: told (a signed POST) when this turn pauses, completes, fails or is cancelled. An http(s) URL that the SSRF guard lets through, checked when the request comes (else 400 `invalid_request` naming `callback_url`)' }),
+  }, {
+    // a field the body does not take would be dropped without a word: refused, naming it
+    error: (iss) => {
+      if (iss.code !== 'unrecognized_keys') return undefined;
+      const key = iss.keys[0] ?? '';
+      return RUN_INPUT_FIELDS.has(key) ? `unknown field; it goes inside run_input: {"run_input": {"${key}": ...}}` : `unknown field; the body takes ${[...EXECUTE_FIELDS].join(', ')}`;
+    },
   })
   .openapi('ExecuteRequest');
 

@@ -68,6 +68,18 @@ describe('callback_url', () => {
   });
 });
 
+describe('an execute body with a field it does not take', () => {
+  it('is refused naming the field, and where a run_input field goes; nothing starts', async () => {
+    const workflowId = await newWorkflow(form);
+    const misplaced = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { inputs: { name: 'Ada' } } });
+    expect(misplaced.status).toBe(400);
+    expect(misplaced.json).toMatchObject({ code: 'invalid_request', field: 'inputs', error: 'inputs: unknown field; it goes inside run_input: {"run_input": {"inputs": ...}}' });
+    const stray = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_input: { query: 'x' }, runId: 'abc' } });
+    expect(stray.json).toMatchObject({ code: 'invalid_request', field: 'runId', error: 'runId: unknown field; the body takes run_id, turn_number, run_input, callback_url' });
+    expect((await listSessions(api.engine.store, api.tenant, workflowId, { limit: 5 })).items).toEqual([]);
+  });
+});
+
 describe('pump-companions on a run with no timer armed', () => {
   it('answers 409 no_timer_armed, with the run status in `status`', async () => {
     const workflowId = await newWorkflow(form);

@@ -276,7 +276,7 @@ const hostileDsl = {
       [name, { polluted: 'yes' }],
     ]),
   reservedDownstream: (name: string) => ({ components: { begin: beginNode([name]) } }),
-  unknownComponent: () => ({ components: { begin: beginNode(['Crawler:X']), 'Crawler:X': { obj: { component_name: 'Crawler', params: {} }, downstream: [], upstream: ['begin'] } } }),
+  unknownComponent: () => ({ components: { begin: beginNode(['Tokenizer:X']), 'Tokenizer:X': { obj: { component_name: 'Tokenizer', params: {} }, downstream: [], upstream: ['begin'] } } }),
   tooMany: (n: number) => ({ components: Object.fromEntries([['begin', beginNode(['Message:0'])], ...Array.from({ length: n }, (_, i) => [`Message:${i}`, messageNode(`m${i}`, i + 1 < n ? [`Message:${i + 1}`] : [])])]) }),
 };
 
@@ -835,7 +835,7 @@ const HOSTILE: HostileCase[] = [
   { name: 'a reference to a missing component', dsl: hostileDsl.missingReference, refused: { code: 'invalid_dsl', names: 'Ghost:Missing' } },
   { name: 'a parent_id naming a missing container', dsl: hostileDsl.missingParent, refused: { code: 'invalid_dsl', names: 'Loop:Missing' } },
   { name: 'containers that are each other\u2019s parent', dsl: hostileDsl.parentCycle, refused: { code: 'invalid_dsl', names: 'Loop:A' } },
-  { name: 'an unsupported component', dsl: hostileDsl.unknownComponent, refused: { code: 'invalid_dsl', names: 'Crawler' } },
+  { name: 'an unsupported component', dsl: hostileDsl.unknownComponent, refused: { code: 'invalid_dsl', names: 'Tokenizer' } },
   { name: '501 components', dsl: () => hostileDsl.tooMany(501), refused: { code: 'invalid_dsl', names: 'at most 500 components' } },
   ...['__proto__', 'constructor', 'prototype'].flatMap((id): HostileCase[] => [
     { name: `a component id "${id}"`, dsl: () => hostileDsl.reservedId(id), refused: { code: 'invalid_dsl', names: id } },
