@@ -14,6 +14,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import { ConfigError, readConfig, readLocalConfig } from '../config';
+import { modelBanner } from './model-banner';
 import { settleInflight } from '../http/inflight';
 import { newSecret } from '../http/routes/keys';
 import { createShutdown } from '../runtime';
@@ -143,6 +144,7 @@ async function main(): Promise<number> {
     console.log(envKey
       ? `API key: the value of EASEL_API_KEY (admin, tenant ${LOCAL_TENANT}, id ${key.id})`
       : `API key: ${secret} (admin, tenant ${LOCAL_TENANT}, id ${key.id}; generated for this start: set EASEL_API_KEY to keep one)`);
+    console.log(modelBanner(config.llm));
     console.log(`Examples: ${examples.map((e) => `${e.id} (${e.action})`).join(', ')}`);
     console.log(`Try: curl -s -X POST ${url}/workflows/v1/workflows/ex-support-triage/execute -H "Authorization: Bearer ${shownKey}" -H 'Content-Type: application/json' -d '{"run_input":{"query":"a billing question"}}'`);
     console.log(`Ready in ${Date.now() - began} ms. Ctrl-C stops the server${ddb ? ' and DynamoDB Local' : ''}.`);

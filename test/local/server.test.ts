@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileWorkflow } from '../../lib/canvas';
 import { builtinComponents } from '../../lib/components';
+import { modelBanner } from '../../lib/local/model-banner';
 import { findApiKey } from '../../lib/store/api-keys';
 import { createDynamoClients, ensureTable } from '../../lib/store/setup';
 import { getWorkflow } from '../../lib/store/workflows';
@@ -61,6 +62,14 @@ async function keysCli(url: string, key: string | undefined, args: string[]): Pr
   return { code, stdout, stderr };
 }
 
+describe('the model line of the banner', () => {
+  it('names the configured model, and says echo is a stand-in and how to configure a real one', () => {
+    expect(modelBanner({ defaultModel: 'openai:gpt-4o-mini', models: {} })).toBe('Model: openai:gpt-4o-mini for every llm_id not mapped');
+    expect(modelBanner({ defaultModel: 'bedrock:anthropic.claude-3-haiku', models: { 'a@B': 'openai:x', 'c@D': 'openai:y' } })).toBe('Model: bedrock:anthropic.claude-3-haiku for every llm_id not mapped; 2 llm_ids mapped by EASEL_LLM_MODELS');
+    expect(modelBanner({ defaultModel: 'echo', models: { 'a@B': 'openai:x' } })).toMatch(/^Model: echo for every llm_id not mapped; 1 llm_id mapped by EASEL_LLM_MODELS\. echo is a stand-in, not a language model/);
+  });
+});
+
 describe('examples', () => {
   it('are valid workflows with their stable ids', async () => {
     const examples = await readExamples();
@@ -91,6 +100,9 @@ describe('npm start on its own DynamoDB Local (--in-memory)', () => {
     dynamoPort = Number(db?.[1]);
     expect(out).toContain(`API key: the value of EASEL_API_KEY (admin, tenant local, id ${localKeyId(ADMIN_KEY)})`);
     expect(out).not.toContain(ADMIN_KEY); // a key the user chose is not echoed
+    // no model configured: the banner says echo answers, that it is a stand-in, and how to set a real one
+    expect(out).toContain('Model: echo for every llm_id not mapped. echo is a stand-in, not a language model');
+    expect(out).toContain('set EASEL_LLM_BASE_URL and EASEL_LLM_DEFAULT_MODEL');
     expect(out).toContain('Examples: ex-callback (created), ex-form-intake (created), ex-loop-survey (created), ex-support-triage (created)');
     expect(out).toMatch(new RegExp(`Try: curl -s -X POST ${server.url}/workflows/v1/workflows/ex-support-triage/execute -H "Authorization: Bearer \\$EASEL_API_KEY"`));
   });
