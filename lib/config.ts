@@ -290,22 +290,17 @@ function corsOrigins(raw: string | undefined, problems: string[]): string[] {
 
 /** `https://abc123.execute-api.eu-west-1.amazonaws.com`, `https://api.example.com/easel`: http(s), no query or fragment. */
 function publicUrl(raw: string | undefined, problems: string[]): { publicUrl?: string } {
-  if (raw === undefined) return {};
-  let url: URL | undefined;
-  try {
-    url = new URL(raw);
-  } catch {
-    url = undefined;
-  }
-  if (!url || !/^https?:$/.test(url.protocol) || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '' || /\s/.test(raw)) {
-    problems.push(`EASEL_PUBLIC_URL must be the API's http(s) base URL without query, fragment or credentials (e.g. https://abc123.execute-api.us-east-1.amazonaws.com), got "${raw}"`);
-    return {};
-  }
-  return { publicUrl: `${url.origin}${url.pathname}`.replace(/\/+$/, '') };
+  const url = baseUrlSetting('EASEL_PUBLIC_URL', raw, problems, { what: "the API's http(s) base URL", example: 'https://abc123.execute-api.us-east-1.amazonaws.com' });
+  return url === undefined ? {} : { publicUrl: url };
 }
 
 /** An operator's http(s) base URL (no query, fragment or credentials), without a trailing slash. */
-function baseUrlSetting(name: string, raw: string | undefined, problems: string[]): string | undefined {
+function baseUrlSetting(
+  name: string,
+  raw: string | undefined,
+  problems: string[],
+  said: { what: string; example: string } = { what: 'an http(s) base URL', example: 'https://proxy.internal/v1' },
+): string | undefined {
   if (raw === undefined) return undefined;
   let url: URL | undefined;
   try {
@@ -314,7 +309,7 @@ function baseUrlSetting(name: string, raw: string | undefined, problems: string[
     url = undefined;
   }
   if (!url || !/^https?:$/.test(url.protocol) || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '' || /\s/.test(raw)) {
-    problems.push(`${name} must be an http(s) base URL without query, fragment or credentials (e.g. https://api.tavily.com), got "${raw}"`);
+    problems.push(`${name} must be ${said.what} without query, fragment or credentials (e.g. ${said.example}), got "${raw}"`);
     return undefined;
   }
   return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
