@@ -36,7 +36,7 @@ import type { BedrockCredentials } from '../llm/bedrock';
 import { isTransientStatus } from '../llm/errors';
 import { redactSecrets } from '../secrets/redact';
 import type { DocAgg, KnowledgeBase, RemoteRetriever, RetrievalQuery, RetrievalResult, RetrievedChunk } from './types';
-import { AWS_NETWORK_CODES as NETWORK_CODES, AWS_NETWORK_MESSAGE as NETWORK_MESSAGE } from '../llm/aws-network';
+import { sdkErrorFacts } from '../llm/aws-errors';
 
 export interface BedrockRetrieverOptions {
   /** The region of knowledge bases whose settings name none: the deployment's. */
@@ -289,27 +289,13 @@ const CREDENTIAL_NAMES = new Set([
   'CredentialsProviderError',
 ]);
 
-
-
-interface SdkErrorLike {
-  name?: unknown;
-  message?: unknown;
-  code?: unknown;
-  $fault?: unknown;
-  $metadata?: { httpStatusCode?: unknown };
-}
-
 function classify(error: unknown, context: CallContext, state: { timedOut: boolean; cancelled: boolean }): Error {
   const { where, id, region } = context;
   if (state.cancelled) return new TransientError(`${where}: the retrieval was cancelled`);
   if (state.timedOut) return new TransientError(`${where}: Bedrock did not answer within ${context.timeoutMs} ms`);
 
-  const e = (typeof error === 'object' && error !== null ? error : {}) as SdkErrorLike;
-  const name = typeof e.name === 'string' && e.name !== '' ? e.name : 'Error';
-  const detail = context.scrub(messageOf(error));
-  const rawStatus = e.$metadata?.httpStatusCode;
-  const status = typeof rawStatus === 'number' ? rawStatus : undefined;
-  const code = typeof e.code === 'string' ? e.code : undefined;
+  const { name, message, status, code, fault, network } = sdkErrorFacts(error);
+  const detail = context.scrub(message);
   const said = detail ? `${name}: ${detail}` : name;
 
   if (TRANSIENT_NAMES.has(name)) return new TransientError(`${where}: Bedrock is unavailable (${said})`);
@@ -322,12 +308,12 @@ function classify(error: unknown, context: CallContext, state: { timedOut: boole
       return new ComponentError(`${where}: no knowledge base ${id} in ${region} (${said})`);
   }
   if (CREDENTIAL_NAMES.has(name)) return new ComponentError(`${where}: the AWS credentials were refused (${said})`);
-  if (status === undefined && ((code && NETWORK_CODES.has(code)) || NETWORK_MESSAGE.test(detail) || name === 'AbortError')) {
+  if (network) {
     return new TransientError(`${where}: network error reaching Bedrock (${code ? `${code}: ${detail}` : detail})`);
   }
   // The SDK's deserializer failed on a successful status: the body is not Retrieve's answer.
   if (status !== undefined && status >= 200 && status < 300) return new ComponentError(`${where}: Bedrock's answer could not be read (HTTP ${status}, ${name})`);
-  const transient = status !== undefined ? isTransientStatus(status) : e.$fault === 'server';
+  const transient = status !== undefined ? isTransientStatus(status) : fault === 'server';
   const withStatus = status !== undefined ? `HTTP ${status}, ${said}` : said;
   return transient ? new TransientError(`${where}: Bedrock is unavailable (${withStatus})`) : new ComponentError(`${where}: Bedrock refused the request (${withStatus})`);
 }

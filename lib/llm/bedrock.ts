@@ -23,7 +23,7 @@ import {
   type Tool,
   type ToolUseBlock,
 } from '@aws-sdk/client-bedrock-runtime';
-import { LlmError, LlmTransientError, isTransientStatus, retryAfterMs } from './errors';
+import { LlmError, LlmTransientError, isTransientStatus } from './errors';
 import { retrying, type RetryPolicy } from './retry';
 import {
   ZERO_USAGE,
@@ -37,7 +37,7 @@ import {
   type ToolCall,
   type Usage,
 } from './types';
-import { AWS_NETWORK_CODES as NETWORK_CODES, AWS_NETWORK_MESSAGE as NETWORK_MESSAGE } from './aws-network';
+import { sdkErrorFacts } from './aws-errors';
 
 /** Static AWS credentials (shape of the SDK's `AwsCredentialIdentity`). */
 export interface BedrockCredentials {
@@ -423,23 +423,12 @@ const PERMANENT_NAMES = new Set([
   'UnauthorizedException',
 ]);
 
-
-
 export interface ClassifyContext {
   model: string;
   timeoutMs: number;
   timedOut: boolean;
   cancelled: boolean;
   scrub: (text: string) => string;
-}
-
-interface SdkErrorLike {
-  name?: unknown;
-  message?: unknown;
-  code?: unknown;
-  $fault?: unknown;
-  $metadata?: { httpStatusCode?: unknown };
-  $response?: { statusCode?: unknown; headers?: Record<string, string | undefined> };
 }
 
 /** Any failure of a Bedrock Runtime call, as the turn needs it (the embedder's InvokeModel too). */
@@ -453,21 +442,10 @@ export function classify(error: unknown, context: ClassifyContext): LlmError | L
     // Not retried (the caller's signal is aborted) and commits nothing.
     return new LlmTransientError(`bedrock model ${model}: the request was cancelled`);
   }
-  const e = (typeof error === 'object' && error !== null ? error : {}) as SdkErrorLike;
-  const name = typeof e.name === 'string' && e.name !== '' ? e.name : 'Error';
-  const message = typeof e.message === 'string' ? e.message : String(error);
-  const rawStatus = e.$metadata?.httpStatusCode ?? e.$response?.statusCode;
-  const status = typeof rawStatus === 'number' ? rawStatus : undefined;
-  const headers = e.$response?.headers;
-  const retryAfter = retryAfterMs(headers?.['retry-after'] ?? headers?.['Retry-After']);
-  const code = typeof e.code === 'string' ? e.code : undefined;
-
-  if (status === undefined && !TRANSIENT_NAMES.has(name) && !PERMANENT_NAMES.has(name)) {
-    if ((code && NETWORK_CODES.has(code)) || NETWORK_MESSAGE.test(message) || name === 'AbortError') {
-      return new LlmTransientError(`bedrock model ${model}: network error: ${context.scrub(code ? `${code}: ${message}` : message)}`);
-    }
+  const { name, message, status, code, fault, retryAfterMs: retryAfter, network } = sdkErrorFacts(error);
+  if (network && !TRANSIENT_NAMES.has(name) && !PERMANENT_NAMES.has(name)) {
+    return new LlmTransientError(`bedrock model ${model}: network error: ${context.scrub(code ? `${code}: ${message}` : message)}`);
   }
-  const fault = e.$fault === 'server' ? 'server' : e.$fault === 'client' ? 'client' : undefined;
   return classifyNamed(name, message, status, retryAfter, model, context.scrub, fault);
 }
 
