@@ -11,7 +11,7 @@
  * `max_results`, `max_results` over 2000) is HTTP 400 with the error feed: one entry titled
  * "Error" whose id is `http://arxiv.org/api/errors#...` and whose summary is the reason.
  */
-import { type RecordedRequest, ScriptedServer, type ServiceAnswer, wordsOf, xmlEscape } from './scripted-server';
+import { type RecordedRequest, ScriptedServer, type ServiceAnswer, ServiceStandIn, wordsOf, xmlEscape } from './scripted-server';
 
 export interface ArxivPaper {
   /** Without the version: `2401.01234`. */
@@ -32,25 +32,19 @@ export interface ArxivPaper {
 const SORTS = new Set(['relevance', 'lastUpdatedDate', 'submittedDate']);
 const ORDERS = new Set(['ascending', 'descending']);
 
-export class ArxivServer {
+export class ArxivServer extends ServiceStandIn {
   private constructor(
-    readonly server: ScriptedServer,
+    server: ScriptedServer,
     public papers: ArxivPaper[],
-  ) {}
+  ) {
+    super(server);
+  }
 
   static async start(papers: ArxivPaper[]): Promise<ArxivServer> {
     let self: ArxivServer | undefined;
     const server = await ScriptedServer.start((request) => self!.answer(request));
     self = new ArxivServer(server, papers);
     return self;
-  }
-
-  get url(): string {
-    return this.server.url;
-  }
-
-  get requests(): RecordedRequest[] {
-    return this.server.requests;
   }
 
   private answer(request: RecordedRequest): ServiceAnswer {

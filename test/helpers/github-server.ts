@@ -16,7 +16,7 @@
  *
  * Scriptable per request (status+headers, stall); every request is recorded.
  */
-import { json, type RecordedRequest, type ScriptedAnswer, ScriptedServer, wordsOf } from './scripted-server';
+import { json, type RecordedRequest, ScriptedServer, ServiceStandIn, wordsOf } from './scripted-server';
 
 export interface Repository {
   name: string;
@@ -31,18 +31,20 @@ export const GITHUB_TEST_TOKEN = 'ghp_testTOKEN0123456789abcdef';
 
 const DOCS = 'https://docs.github.com/rest';
 
-export class GitHubServer {
+export class GitHubServer extends ServiceStandIn {
   /** When the current window ends, in epoch seconds. */
   resetAt = 1_767_225_660;
   #used = { anonymous: 0, authenticated: 0 };
 
   private constructor(
-    private readonly http: ScriptedServer,
+    server: ScriptedServer,
     public repositories: Repository[],
     public token: string,
     public limit: number,
     public authenticatedLimit: number,
-  ) {}
+  ) {
+    super(server);
+  }
 
   static async start(options: { repositories?: Repository[]; token?: string; limit?: number; authenticatedLimit?: number } = {}): Promise<GitHubServer> {
     let self: GitHubServer | undefined;
@@ -51,25 +53,9 @@ export class GitHubServer {
     return self;
   }
 
-  get url(): string {
-    return this.http.url;
-  }
-
-  get requests(): RecordedRequest[] {
-    return this.http.requests;
-  }
-
-  enqueue(...answers: ScriptedAnswer[]): void {
-    this.http.enqueue(...answers);
-  }
-
   resetWindow(resetAt = this.resetAt + 60): void {
     this.#used = { anonymous: 0, authenticated: 0 };
     this.resetAt = resetAt;
-  }
-
-  close(): Promise<void> {
-    return this.http.close();
   }
 
   private answer(request: RecordedRequest) {

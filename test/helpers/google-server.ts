@@ -14,7 +14,7 @@
  *
  * Scriptable per request (status+headers, stall); every request is recorded.
  */
-import { json, type RecordedRequest, type ScriptedAnswer, ScriptedServer, wordsOf } from './scripted-server';
+import { json, type RecordedRequest, ScriptedServer, ServiceStandIn, wordsOf } from './scripted-server';
 
 export interface GooglePage {
   link: string;
@@ -26,34 +26,20 @@ export interface GooglePage {
 
 export const SERPAPI_TEST_KEY = 'serp-test-KEY-5f3a9c0d1e';
 
-export class SerpApiServer {
+export class SerpApiServer extends ServiceStandIn {
   private constructor(
-    private readonly http: ScriptedServer,
+    server: ScriptedServer,
     public pages: GooglePage[],
     public key: string,
-  ) {}
+  ) {
+    super(server);
+  }
 
   static async start(options: { pages?: GooglePage[]; key?: string } = {}): Promise<SerpApiServer> {
     let self: SerpApiServer | undefined;
     const http = await ScriptedServer.start((request) => (self as SerpApiServer).answer(request));
     self = new SerpApiServer(http, options.pages ?? [], options.key ?? SERPAPI_TEST_KEY);
     return self;
-  }
-
-  get url(): string {
-    return this.http.url;
-  }
-
-  get requests(): RecordedRequest[] {
-    return this.http.requests;
-  }
-
-  enqueue(...answers: ScriptedAnswer[]): void {
-    this.http.enqueue(...answers);
-  }
-
-  close(): Promise<void> {
-    return this.http.close();
   }
 
   private answer(request: RecordedRequest) {

@@ -17,7 +17,7 @@
  * Titles and abstract sections are written into the XML as given, so a record may carry
  * PubMed's inline markup (`<i>`, `<sup>`); `tool` and `email` are recorded, not checked.
  */
-import { type RecordedRequest, ScriptedServer, type ServiceAnswer, wordsOf, xmlEscape } from './scripted-server';
+import { type RecordedRequest, ScriptedServer, type ServiceAnswer, ServiceStandIn, wordsOf, xmlEscape } from './scripted-server';
 
 export interface PubmedRecord {
   pmid: string;
@@ -39,26 +39,20 @@ export interface PubmedRecord {
 
 export const NCBI_TEST_KEY = 'ncbi-test-KEY-5f3e2a9d';
 
-export class PubmedServer {
+export class PubmedServer extends ServiceStandIn {
   private constructor(
-    readonly server: ScriptedServer,
+    server: ScriptedServer,
     public records: PubmedRecord[],
     readonly key: string,
-  ) {}
+  ) {
+    super(server);
+  }
 
   static async start(records: PubmedRecord[], key = NCBI_TEST_KEY): Promise<PubmedServer> {
     let self: PubmedServer | undefined;
     const server = await ScriptedServer.start((request) => self!.answer(request));
     self = new PubmedServer(server, records, key);
     return self;
-  }
-
-  get url(): string {
-    return this.server.url;
-  }
-
-  get requests(): RecordedRequest[] {
-    return this.server.requests;
   }
 
   private answer(request: RecordedRequest): ServiceAnswer {

@@ -108,3 +108,27 @@ export function matches(query: string, text: string): boolean {
 
 /** A JSON answer. */
 export const json = (status: number, value: unknown, headers?: Record<string, string>): ServiceAnswer => ({ status, body: JSON.stringify(value), ...(headers ? { headers } : {}) });
+
+/**
+ * What every stand-in built on a ScriptedServer shows a test: its URL, the requests it got, the
+ * answers scripted ahead and closing it. A stand-in extends it and speaks its service.
+ */
+export abstract class ServiceStandIn {
+  protected constructor(readonly server: ScriptedServer) {}
+
+  get url(): string {
+    return this.server.url;
+  }
+
+  get requests(): RecordedRequest[] {
+    return this.server.requests;
+  }
+
+  enqueue(...answers: ScriptedAnswer[]): void {
+    this.server.enqueue(...answers);
+  }
+
+  close(): Promise<void> {
+    return this.server.close();
+  }
+}

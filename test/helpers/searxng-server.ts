@@ -11,7 +11,7 @@
  * Scriptable per request (status+headers, stall; a 302 with `location` for redirects); every
  * request is recorded.
  */
-import { json, type RecordedRequest, type ScriptedAnswer, ScriptedServer, wordsOf } from './scripted-server';
+import { json, type RecordedRequest, ScriptedServer, ServiceStandIn, wordsOf } from './scripted-server';
 
 export interface SearxPage {
   url: string;
@@ -19,34 +19,20 @@ export interface SearxPage {
   content: string;
 }
 
-export class SearxngServer {
+export class SearxngServer extends ServiceStandIn {
   private constructor(
-    private readonly http: ScriptedServer,
+    server: ScriptedServer,
     public pages: SearxPage[],
     public jsonEnabled: boolean,
-  ) {}
+  ) {
+    super(server);
+  }
 
   static async start(options: { pages?: SearxPage[]; jsonEnabled?: boolean } = {}): Promise<SearxngServer> {
     let self: SearxngServer | undefined;
     const http = await ScriptedServer.start((request) => (self as SearxngServer).answer(request));
     self = new SearxngServer(http, options.pages ?? [], options.jsonEnabled ?? true);
     return self;
-  }
-
-  get url(): string {
-    return this.http.url;
-  }
-
-  get requests(): RecordedRequest[] {
-    return this.http.requests;
-  }
-
-  enqueue(...answers: ScriptedAnswer[]): void {
-    this.http.enqueue(...answers);
-  }
-
-  close(): Promise<void> {
-    return this.http.close();
   }
 
   private answer(request: RecordedRequest) {

@@ -16,7 +16,7 @@
  *   `{error: {code, info}}`; a request without a User-Agent that says who it is, a 403 as
  *   Wikimedia's edge sends it.
  */
-import { matches, type RecordedRequest, type ScriptedServer, ScriptedServer as Server, type ServiceAnswer } from './scripted-server';
+import { matches, type RecordedRequest, type ScriptedServer, ScriptedServer as Server, type ServiceAnswer, ServiceStandIn } from './scripted-server';
 
 export interface WikiPage {
   pageid: number;
@@ -30,25 +30,19 @@ export interface WikiPage {
 
 export const WIKIPEDIA_ARTICLE_ORIGIN = (language: string) => `https://${language}.wikipedia.org`;
 
-export class WikipediaServer {
+export class WikipediaServer extends ServiceStandIn {
   private constructor(
-    readonly server: ScriptedServer,
+    server: ScriptedServer,
     readonly wikis: Record<string, WikiPage[]>,
-  ) {}
+  ) {
+    super(server);
+  }
 
   static async start(wikis: Record<string, WikiPage[]>): Promise<WikipediaServer> {
     let self: WikipediaServer | undefined;
     const server = await Server.start((request) => self!.answer(request));
     self = new WikipediaServer(server, wikis);
     return self;
-  }
-
-  get url(): string {
-    return this.server.url;
-  }
-
-  get requests(): RecordedRequest[] {
-    return this.server.requests;
   }
 
   private answer(request: RecordedRequest): ServiceAnswer {
