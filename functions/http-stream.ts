@@ -9,6 +9,7 @@ import { readConfig } from '../lib/config';
 import { createApp } from '../lib/http/app';
 import { appDeps } from '../lib/http/deps';
 import { settleInflight } from '../lib/http/inflight';
+import { packagedDocument } from '../lib/http/openapi';
 import { lambdaContext, withTelemetry } from '../lib/http/observability';
 import { buildRuntime, createTelemetry, invocationDeadline } from '../lib/runtime';
 
@@ -22,7 +23,7 @@ const { logger } = telemetry;
 const deadline = invocationDeadline(config.deadlineMarginMs);
 const runtime = buildRuntime(config, { logger, lifecycle: deadline.lifecycle });
 // a turn follower's stream ends within the function's 15 minutes; the client reconnects
-const app = withTelemetry(createApp({ ...appDeps(runtime), followMaxMs: 14 * 60_000 }), telemetry);
+const app = withTelemetry(createApp({ ...appDeps(runtime), openapiDocument: packagedDocument(), followMaxMs: 14 * 60_000 }), telemetry);
 const responded = new WeakMap<object, () => void>();
 // streamHandle calls awslambda.streamifyResponse itself; the export below wraps what it returns
 const serve = streamHandle(new Hono().all('*', async (c) => {

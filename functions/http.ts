@@ -9,6 +9,7 @@ import { readConfig } from '../lib/config';
 import { createApp } from '../lib/http/app';
 import { appDeps } from '../lib/http/deps';
 import { settleInflight } from '../lib/http/inflight';
+import { packagedDocument } from '../lib/http/openapi';
 import { withTelemetry } from '../lib/http/observability';
 import { buildRuntime, createTelemetry, invocationDeadline } from '../lib/runtime';
 
@@ -18,7 +19,7 @@ const telemetry = createTelemetry();
 const deadline = invocationDeadline(config.deadlineMarginMs);
 const runtime = buildRuntime(config, { logger: telemetry.logger, lifecycle: deadline.lifecycle });
 // API Gateway cuts responses at 30 s (and this function's timeout is 29 s): a turn follower's stream ends before, and the client reconnects
-const app = withTelemetry(createApp({ ...appDeps(runtime), followMaxMs: 20_000 }), telemetry);
+const app = withTelemetry(createApp({ ...appDeps(runtime), openapiDocument: packagedDocument(), followMaxMs: 20_000 }), telemetry);
 // SSE is text: no base64 (a third larger) for API Gateway to decode
 const serve = handle(app, { isContentTypeBinary: (type) => !type.startsWith('text/event-stream') && defaultIsContentTypeBinary(type) });
 

@@ -32,6 +32,7 @@ import { secretRoutes } from './routes/secrets';
 import { registerWorkflowRoutes } from './routes/workflows';
 import { webhookRoutes } from './routes/webhooks';
 import { registerRagflowRoutes } from './ragflow';
+import { OPENAPI_INFO } from './openapi';
 import { registerPlayground } from './playground';
 
 export interface HttpLimits {
@@ -101,6 +102,11 @@ export interface AppDeps {
    * on; absent: they are shown as paths on this server. @default none
    */
   publicUrl?: string;
+  /**
+   * The document `GET /openapi.json` serves: on Lambda the one generated into the package
+   * (lib/http/openapi.ts). @default generated from this app's routes on the first request
+   */
+  openapiDocument?: () => Promise<unknown>;
 }
 
 export type AppEnv = { Variables: { principal: Principal } };
@@ -164,12 +170,16 @@ export function createApp(deps: AppDeps): App {
   app.route('/workflows/v1', endUserRoutes(deps));
   registerRagflowRoutes(app as unknown as Hono<AppEnv>, deps);
 
-  app.doc31('/openapi.json', {
-    openapi: '3.1.0',
-    info: { title: 'Easel', version: '1', description: 'Pausable RAGFlow-format workflows as multi-turn sessions.' },
-  });
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
+  let generated: unknown;
+  const document = deps.openapiDocument ?? (async () => (generated ??= openapiDocumentOf(app)));
+  app.get('/openapi.json', async (c) => c.json(await document()));
   return app;
+}
+
+/** The OpenAPI document of an app's routes (what `npm run bundle` writes into the HTTP packages). */
+export function openapiDocumentOf(app: App): unknown {
+  return app.getOpenAPI31Document(OPENAPI_INFO);
 }
 
 /** Malformed JSON and hostile nesting are refused before any handler parses the body. */

@@ -18,7 +18,7 @@ const KEYS = [
   'write_growth_ratio',
   'ragflow_write_growth_ratio',
   'cpu_ratio_vs_langgraph',
-  'bundle_kb_over_floor_max',
+  'init_kb_over_floor_max',
   'init_ratio_vs_floor_max',
   'throughput_ratio',
   'usd_per_million_turns',

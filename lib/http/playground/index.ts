@@ -7,12 +7,17 @@
  *
  * The page is plain HTML + one hand-written ES module + one stylesheet (page.html, app.js,
  * app.css beside this file), embedded in assets.generated.ts by `npm run build:playground` so
- * that every deployment (Lambda bundles included) serves them without a file system.
+ * that every deployment (Lambda packages included) serves them without a file system. That
+ * module is imported on the first playground request, a chunk of its own in the packages.
  */
 import type { Context } from 'hono';
 import { cors } from 'hono/cors';
 import type { App, AppDeps } from '../app';
-import { PLAYGROUND_ASSETS } from './assets.generated';
+
+type Assets = typeof import('./assets.generated').PLAYGROUND_ASSETS;
+// loaded on the first playground request: no API request pays for parsing the page's assets
+let assets: Promise<Assets> | undefined;
+const loadAssets = () => (assets ??= import('./assets.generated').then((m) => m.PLAYGROUND_ASSETS));
 
 /** Request headers a browser may send cross-origin to the API. */
 const CORS_ALLOW_HEADERS = ['authorization', 'content-type', 'accept', 'idempotency-key', 'prefer', 'last-event-id', 'easel-run-token', 'easel-end-user-token'];
@@ -49,9 +54,9 @@ export function registerPlayground(app: App, deps: Pick<AppDeps, 'corsOrigins' |
   }
 
   const csp = pageCsp(deps.frameAncestors ?? ["'self'"]);
-  /** `assets` is the assets' path relative to the page, so the app may live under a prefix. */
-  const page = (c: Context, assets: string) =>
-    c.body(PLAYGROUND_ASSETS.html.replaceAll('%ASSETS%', assets), 200, {
+  /** `assetsPath` is the assets' path relative to the page, so the app may live under a prefix. */
+  const page = async (c: Context, assetsPath: string) =>
+    c.body((await loadAssets()).html.replaceAll('%ASSETS%', assetsPath), 200, {
       'content-type': 'text/html; charset=utf-8',
       'content-security-policy': csp,
       'cache-control': 'no-cache',
@@ -66,8 +71,8 @@ export function registerPlayground(app: App, deps: Pick<AppDeps, 'corsOrigins' |
       'x-content-type-options': 'nosniff',
     });
 
-  app.get('/playground/assets/app.js', (c) => asset(c, PLAYGROUND_ASSETS.js, 'text/javascript; charset=utf-8'));
-  app.get('/playground/assets/app.css', (c) => asset(c, PLAYGROUND_ASSETS.css, 'text/css; charset=utf-8'));
+  app.get('/playground/assets/app.js', async (c) => asset(c, (await loadAssets()).js, 'text/javascript; charset=utf-8'));
+  app.get('/playground/assets/app.css', async (c) => asset(c, (await loadAssets()).css, 'text/css; charset=utf-8'));
   // document base "/" for /playground, "/playground/" below it
   app.get('/playground', (c) => page(c, 'playground/assets/'));
   app.get('/playground/', (c) => page(c, 'assets/'));
