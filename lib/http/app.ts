@@ -155,7 +155,7 @@ export function createApp(deps: AppDeps): App {
       runToken: c.req.header(RUN_TOKEN_HEADER),
       endUserToken: c.req.header(END_USER_TOKEN_HEADER),
     }));
-    if (c.req.method === 'POST' || c.req.method === 'PUT' || c.req.method === 'PATCH') await checkJson(c.req.raw.clone(), limits.maxJsonDepth);
+    if (c.req.method === 'POST' || c.req.method === 'PUT' || c.req.method === 'PATCH') await parseJsonOnce(c, limits.maxJsonDepth);
     await next();
   });
 
@@ -182,12 +182,15 @@ export function openapiDocumentOf(app: App): unknown {
   return app.getOpenAPI31Document(OPENAPI_INFO);
 }
 
-/** Malformed JSON and hostile nesting are refused before any handler parses the body. */
-async function checkJson(request: Request, maxDepth: number): Promise<void> {
-  const text = await request.text();
+/**
+ * Malformed JSON and hostile nesting are refused before any handler sees the body, and the
+ * body is parsed here once: the route's validator and handler get this parse from
+ * `c.req.json()` (Hono would parse the text again for each).
+ */
+async function parseJsonOnce(c: Context, maxDepth: number): Promise<void> {
+  if (!(c.req.header('content-type') ?? '').includes('json')) return;
+  const text = await c.req.text();
   if (text.trim() === '') return;
-  const type = request.headers.get('content-type') ?? '';
-  if (!type.includes('json')) return;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -200,9 +203,11 @@ async function checkJson(request: Request, maxDepth: number): Promise<void> {
       if (++depth > maxDepth) throw new HttpError('invalid_request', `the JSON body nests deeper than ${maxDepth} levels`);
     } else if (ch === '}' || ch === ']') depth--;
   }
+  let parsed: Promise<unknown>;
   try {
-    JSON.parse(text);
+    parsed = Promise.resolve(JSON.parse(text));
   } catch {
     throw new HttpError('invalid_request', 'the body is not valid JSON');
   }
+  c.req.json = <T>() => parsed as Promise<T>;
 }
