@@ -12,6 +12,8 @@ export interface FieldView {
   type: FormField['type'];
   optional: boolean;
   options?: string[];
+  /** A decision field's choices, in button order (see FormField). */
+  decisions?: { id: string; label: string }[];
   description?: string;
   value: unknown;
 }

@@ -27,9 +27,20 @@ export interface FormField {
   type: FieldType;
   optional: boolean;
   options?: string[];
+  /**
+   * A decision (UserFillUp `decisions`): an `options` field whose options are the decisions'
+   * ids, each with the label a person sees on its button; the answer names one.
+   */
+  decisions?: Decision[];
   description?: string;
   /** Preset or current value; null when none. */
   value: unknown;
+}
+
+/** One choice of a decision field: the id an answer names, and its button's label. */
+export interface Decision {
+  id: string;
+  label: string;
 }
 
 /**

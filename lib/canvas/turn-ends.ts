@@ -188,6 +188,7 @@ function fieldView(field: FormField, value: unknown): FieldView {
     type: field.type,
     optional: field.optional,
     ...(field.options ? { options: field.options } : {}),
+    ...(field.decisions ? { decisions: field.decisions.map((d) => ({ id: d.id, label: d.label })) } : {}),
     ...(field.description ? { description: field.description } : {}),
     value: value ?? null,
   };

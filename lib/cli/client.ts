@@ -45,6 +45,8 @@ export interface FieldView {
   type: string;
   optional: boolean;
   options?: string[];
+  /** A decision's choices (ids and button labels); `options` holds the ids. */
+  decisions?: { id: string; label: string }[];
   description?: string;
   value: unknown;
 }

@@ -1,6 +1,6 @@
 /**
- * A workflow's form asked in the terminal, field by field: text as typed, options as a numbered
- * choice, booleans as y/n, numbers and JSON checked before anything is sent, files uploaded
+ * A workflow's form asked in the terminal, field by field: text as typed, options (and a
+ * UserFillUp's decisions, by their labels) as a numbered choice, booleans as y/n, numbers and JSON checked before anything is sent, files uploaded
  * from a path. Enter skips an optional field (or keeps a value the run already holds).
  */
 import type { FieldView, InputHint } from './client';
@@ -41,6 +41,8 @@ export function parseAnswer(field: FieldView, raw: string): Answer {
       if (/^\d+$/.test(text) && n >= 1 && n <= options.length) return { kind: 'value', value: options[n - 1] };
       const named = options.find((o) => o.toLowerCase() === text.toLowerCase());
       if (named !== undefined) return { kind: 'value', value: named };
+      const labelled = field.decisions?.find((d) => d.label.toLowerCase() === text.toLowerCase());
+      if (labelled) return { kind: 'value', value: labelled.id };
       return { kind: 'error', message: `choose a number from 1 to ${options.length}` };
     }
     case 'integer':
@@ -85,7 +87,9 @@ export async function askForm(hint: InputHint, lines: LineReader, out: Output, u
   for (const [key, field] of Object.entries(hint.inputs)) {
     if (field.type === 'options') {
       out.write(`${field.name || key}:\n`);
-      (field.options ?? []).forEach((option, i) => out.write(`  ${i + 1}) ${option}\n`));
+      // a decision shows its labels; the answer is still the decision's id
+      const shown = field.decisions?.map((d) => d.label) ?? field.options ?? [];
+      shown.forEach((option, i) => out.write(`  ${i + 1}) ${option}\n`));
     }
     for (;;) {
       const line = await lines.ask(promptFor(field, key));

@@ -6,7 +6,7 @@
 import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { describeRefusal, type FieldView } from '../../lib/cli/client';
-import { parseAnswer, promptFor } from '../../lib/cli/forms';
+import { askForm, parseAnswer, promptFor } from '../../lib/cli/forms';
 import { main } from '../../lib/cli/main';
 import { parseFrame, readSse } from '../../lib/cli/sse';
 import { LineReader, spinner, type Io } from '../../lib/cli/terminal';
@@ -46,6 +46,34 @@ describe('answers typed in the terminal', () => {
     expect(promptFor(field('integer', { name: 'Age' }), 'age')).toBe('Age (integer): ');
     expect(promptFor(field('boolean', { name: 'News', optional: true }), 'n')).toBe('News (optional) [y/n]: ');
     expect(promptFor(field('options', { name: '', options: ['a', 'b', 'c'], value: 'b' }), 'pick')).toBe('pick [1-3] (now: b): ');
+  });
+});
+
+describe('a decision asked in the terminal', () => {
+  const decision = field('options', {
+    name: 'Decision',
+    options: ['approve', 'reject'],
+    decisions: [
+      { id: 'approve', label: 'Approve the refund' },
+      { id: 'reject', label: 'Reject' },
+    ],
+  });
+
+  it('is listed by its labels and answered by number, id or label, always as the id', async () => {
+    expect(parseAnswer(decision, '1')).toEqual({ kind: 'value', value: 'approve' });
+    expect(parseAnswer(decision, 'reject')).toEqual({ kind: 'value', value: 'reject' });
+    expect(parseAnswer(decision, 'approve the REFUND')).toEqual({ kind: 'value', value: 'approve' });
+    expect(parseAnswer(decision, 'maybe')).toEqual({ kind: 'error', message: 'choose a number from 1 to 2' });
+
+    const input = new PassThrough();
+    const out = sink();
+    const lines = new LineReader(input, out);
+    input.end('3\n2\n');
+    const outcome = await askForm({ component_id: 'UserFillUp:Review', tips: 'Refund £40?', inputs: { decision } }, lines, out, async () => '');
+    lines.close();
+    expect(outcome).toEqual({ kind: 'inputs', inputs: { decision: 'reject' } });
+    expect(out.text()).toContain('Decision:\n  1) Approve the refund\n  2) Reject\n');
+    expect(out.text()).toContain('choose a number from 1 to 2');
   });
 });
 

@@ -171,6 +171,58 @@ describe('the playground in Chromium', () => {
     await page.close();
   });
 
+  it('shows a decision as buttons: Enter in a field picks none, a click sends that decision and its branch runs', async () => {
+    const wf = await createWorkflow('Refund review', {
+      components: {
+        begin: { obj: { component_name: 'Begin', params: { mode: 'conversational' } }, downstream: ['UserFillUp:Review'], upstream: [] },
+        'UserFillUp:Review': {
+          obj: {
+            component_name: 'UserFillUp',
+            params: {
+              tips: 'Refund this order?',
+              inputs: { note: { name: 'Note', type: 'line', optional: true } },
+              decisions: [
+                { id: 'approve', label: 'Approve refund', to: 'Message:Yes' },
+                { id: 'reject', label: 'Reject', to: 'Message:No' },
+              ],
+            },
+          },
+          downstream: ['Message:Yes', 'Message:No'],
+          upstream: ['begin'],
+        },
+        'Message:Yes': { obj: { component_name: 'Message', params: { content: ['Refunded ({UserFillUp:Review@note})'] } }, downstream: [], upstream: ['UserFillUp:Review'] },
+        'Message:No': { obj: { component_name: 'Message', params: { content: ['Refused: {UserFillUp:Review@decision_label}'] } }, downstream: [], upstream: ['UserFillUp:Review'] },
+      },
+      globals: {},
+      variables: {},
+    });
+    const page = await newPage();
+    await page.goto(`${api.url}/playground/${wf}?key=${encodeURIComponent(api.adminKey)}`);
+    await page.getByText(`Refund review (${wf})`).waitFor();
+    await page.getByLabel('Message').fill('order 42');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const form = page.locator('form.form');
+    await form.waitFor();
+    const group = form.getByRole('group', { name: 'Decision' });
+    expect(await group.getByRole('button').allTextContents()).toEqual(['Approve refund', 'Reject']);
+    expect(await form.getByRole('button', { name: 'Submit' }).count()).toBe(0);
+
+    // Enter in the note submits nothing: no button is the form's default
+    await form.getByLabel('Note').fill('damaged in transit');
+    await form.getByLabel('Note').press('Enter');
+    expect(await text(page, '#fact-turn')).toBe('1');
+    expect(await form.isVisible()).toBe(true);
+
+    await group.getByRole('button', { name: 'Reject' }).click();
+    await page.getByText('Refused: Reject').waitFor();
+    expect(await page.locator('.entry.user').last().textContent()).toContain('Reject');
+    const runId = await text(page, '#fact-run');
+    const turns = await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns`);
+    const answered = (turns.json.items as { request?: { run_input?: { inputs?: unknown } } }[]).at(-1)?.request?.run_input?.inputs;
+    expect(answered).toEqual({ note: 'damaged in transit', decision: 'reject' });
+    await page.close();
+  });
+
   it('tells a stale tab that the turn was already answered, and reloads the run there', async () => {
     const wf = await createWorkflow('Form intake', fixture('form-intake'));
     const embedKey = await api.addKey(api.tenant, 'execute', [wf]);

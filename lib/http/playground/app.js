@@ -14,7 +14,7 @@
  * Type-checked with lib/http/playground/tsconfig.json (test/playground/assets.test.ts).
  */
 
-/** @typedef {{name: string, type: string, optional: boolean, options?: string[], description?: string, value: unknown}} Field */
+/** @typedef {{name: string, type: string, optional: boolean, options?: string[], decisions?: {id: string, label: string}[], description?: string, value: unknown}} Field */
 /** @typedef {{component_id: string, tips: string, inputs: Record<string, Field>}} Hint */
 /** @typedef {{event: string, data: any}} EngineEvent */
 /**
@@ -23,7 +23,7 @@
  */
 /** @typedef {{code: string, error: string, current_turn_number?: number | null, status?: string, fields?: {field: string, message: string}[]}} ApiErrorBody */
 /** @typedef {{turn_number: number, request?: {run_input?: {query?: string, inputs?: Record<string, unknown>, command?: string}}, response: {events?: EngineEvent[], status?: string, turn_number?: number}}} StoredTurn */
-/** @typedef {{key: string, label: string, root: HTMLElement, focusable: HTMLElement, read(): Promise<unknown>, showError(message: string | null): void}} FieldControl */
+/** @typedef {{key: string, label: string, root: HTMLElement, focusable: HTMLElement, read(): Promise<unknown>, describe?(value: unknown): string, showError(message: string | null): void}} FieldControl */
 
 const KEY_STORAGE = 'easel.playground.key';
 const route = /^(.*?)\/playground(?:\/([^/]+))?\/?$/.exec(location.pathname);
@@ -658,12 +658,17 @@ function closeForm() {
 function renderForm(hint, run) {
   const prefix = `f${run.turnNumber}`;
   const controls = Object.entries(hint.inputs).map(([key, field]) => fieldControl(prefix, key, field));
-  const submit = h('button', { type: 'submit', class: 'primary', text: 'Submit' });
+  // a decision's buttons submit the form. Enter in a text field submits with the form's first
+  // enabled submit button (Chromium skips disabled ones): with a decision that is a hidden
+  // button whose submission is ignored, so Enter never picks a decision
+  const decides = Object.values(hint.inputs).some((f) => f.decisions && f.decisions.length > 0);
+  const submit = h('button', { type: 'submit', class: 'primary', text: 'Submit', hidden: decides, tabindex: decides ? -1 : undefined, 'aria-hidden': decides ? 'true' : undefined });
   const fieldset = h('fieldset', {}, [
     h('legend', { id: `${prefix}-legend`, text: 'The workflow asks' }),
     hint.tips ? h('p', { class: 'tips', text: hint.tips }) : null,
+    decides ? submit : null,
     ...controls.map((c) => c.root),
-    h('p', { class: 'form-actions' }, [submit, h('span', { class: 'note', text: 'Fields marked * are required.' })]),
+    h('p', { class: 'form-actions' }, [decides ? null : submit, h('span', { class: 'note', text: 'Fields marked * are required.' })]),
   ]);
   const form = h('form', { class: 'form', 'aria-labelledby': `${prefix}-legend` }, [fieldset]);
   const entry = addEntry(h('li', { class: 'entry form-entry' }, [form]));
@@ -671,6 +676,7 @@ function renderForm(hint, run) {
   state.formSubmit = submit;
   form.addEventListener('submit', (e) => {
     e.preventDefault();
+    if (decides && !(e.submitter instanceof HTMLButtonElement && e.submitter.classList.contains('decision'))) return;
     void submitForm(form, fieldset, controls);
   });
   entry.scrollIntoView({ block: 'nearest' });
@@ -692,7 +698,7 @@ async function submitForm(form, fieldset, controls) {
       const value = await c.read();
       if (value === undefined) continue;
       inputs[c.key] = value;
-      rows.push([c.label, display(value)]);
+      rows.push([c.label, c.describe ? c.describe(value) : display(value)]);
     }
   } catch (error) {
     fieldset.disabled = false;
@@ -748,6 +754,7 @@ function fieldControl(prefix, key, field) {
   const describedBy = [description ? `${id}-help` : '', `${id}-error`].filter(Boolean).join(' ');
   const marker = required ? h('span', { class: 'required', 'aria-hidden': 'true', text: ' *' }) : h('span', { class: 'optional', text: ' (optional)' });
   const common = { id, name: key, 'aria-describedby': describedBy };
+  if (field.decisions && field.decisions.length > 0) return decisionControl(id, key, label, field.decisions, description, error);
 
   /** @type {HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement} */
   let control;
@@ -841,6 +848,39 @@ function fieldControl(prefix, key, field) {
       error.textContent = message ?? '';
       if (message === null) control.removeAttribute('aria-invalid');
       else control.setAttribute('aria-invalid', 'true');
+    },
+  };
+}
+
+/**
+ * A decision: one button per choice, each submitting the form with its id.
+ * @param {string} id @param {string} key @param {string} label
+ * @param {{id: string, label: string}[]} decisions
+ * @param {HTMLElement | null} description @param {HTMLElement} error
+ * @returns {FieldControl}
+ */
+function decisionControl(id, key, label, decisions, description, error) {
+  /** @type {string | undefined} */
+  let chosen;
+  const buttons = decisions.map((d) => {
+    const button = h('button', { type: 'submit', class: 'decision', value: d.id, text: d.label });
+    button.addEventListener('click', () => {
+      chosen = d.id;
+    });
+    return button;
+  });
+  const group = h('div', { class: 'decisions', role: 'group', 'aria-labelledby': `${id}-label` }, buttons);
+  const root = h('div', { class: 'field field-decision' }, [h('span', { class: 'field-label', id: `${id}-label`, text: label }), description, group, error]);
+  return {
+    key,
+    label,
+    root,
+    focusable: buttons[0] ?? group,
+    read: async () => chosen,
+    describe: (value) => decisions.find((d) => d.id === value)?.label ?? display(value),
+    showError(message) {
+      error.hidden = message === null;
+      error.textContent = message ?? '';
     },
   };
 }
