@@ -65,6 +65,8 @@ export interface HttpConfig {
    * the local server's URL unless set. No trailing slash.
    */
   publicUrl?: string;
+  /** Where form links point (the hosted form page), EASEL_FORM_BASE_URL; default: `publicUrl`. */
+  formBaseUrl?: string;
 }
 
 export interface SecretsConfig {
@@ -294,6 +296,12 @@ function publicUrl(raw: string | undefined, problems: string[]): { publicUrl?: s
   return url === undefined ? {} : { publicUrl: url };
 }
 
+/** Where form links' pages are served (the playground's pages); default: the public URL. */
+function formBaseUrl(raw: string | undefined, problems: string[]): { formBaseUrl?: string } {
+  const url = baseUrlSetting('EASEL_FORM_BASE_URL', raw, problems, { what: 'the http(s) base URL of the hosted form pages', example: 'https://forms.example.com' });
+  return url === undefined ? {} : { formBaseUrl: url };
+}
+
 /** An operator's http(s) base URL (no query, fragment or credentials), without a trailing slash. */
 function baseUrlSetting(
   name: string,
@@ -440,6 +448,7 @@ export function readConfig(env: Env = process.env): EaselConfig {
       frameAncestors: frameAncestors(get('EASEL_FRAME_ANCESTORS'), problems),
       trustedProxyHops: integer('EASEL_QUOTA_TRUSTED_PROXY_HOPS', 0, 0, 10),
       ...publicUrl(get('EASEL_PUBLIC_URL'), problems),
+      ...formBaseUrl(get('EASEL_FORM_BASE_URL'), problems),
     },
     secrets,
     llm,

@@ -24,6 +24,8 @@ export const ERROR_CODES = {
   run_finished: 'The run accepts no further turn (task mode finished, cancelled, aborted).',
   turn_in_progress: "Another request holds the claim on the run's next turn.",
   not_waiting_for_input: 'Form inputs for a run that is not waiting for them.',
+  form_link_expired: 'A form link past its expiry; ask for a new one.',
+  form_link_used: "A form link whose form was answered already (through this link or otherwise) or whose run moved on; it works once.",
   no_timer_armed: 'A timer firing (pump-companions) for a run that has no form timer armed; `status` is the run status.',
   idempotency_mismatch: 'This Idempotency-Key was used before with a different request.',
   payload_too_large: 'A body, file, form value or stored item is over its limit.',

@@ -15,7 +15,8 @@
  * learns nothing about runs that are not its own. The RAGFlow and OpenAI-compatible routes carry
  * only Authorization: an execute key needs an end-user token there.
  */
-import type { SignedTokens } from '../secrets/signed-tokens';
+import type { ServerKeySet } from '../secrets/server-keys';
+import { type SignedTokens, signedTokens } from '../secrets/signed-tokens';
 import type { Actor } from '../turns/actors';
 import type { RunOwner } from '../turns/execute';
 import type { FileAccess } from '../turns/files';
@@ -23,11 +24,25 @@ import type { StoredFile } from '../store/files';
 import { NotFoundError } from '../store/errors';
 import type { Principal } from './auth';
 import { HttpError } from './errors';
+import { FORM_SUBJECT_MAX } from './form-links';
 
-/** The server-signed tokens of public keys: one per started run, one per upload made without one. */
+/**
+ * The server-signed tokens: one per run a public key started, one per upload made without a
+ * run, one per form link (lib/http/form-links.ts).
+ */
 export interface AccessTokens {
   runTokens: SignedTokens;
   fileTokens: SignedTokens;
+  formTokens: SignedTokens;
+}
+
+/** The tokens, each under a server key of its own purpose. */
+export function accessTokens(serverKey: (purpose: string) => Promise<ServerKeySet>, now: () => number = Date.now): AccessTokens {
+  return {
+    runTokens: signedTokens(serverKey, 'run-token', 'rt1', now),
+    fileTokens: signedTokens(serverKey, 'file-token', 'ft1', now),
+    formTokens: signedTokens(serverKey, 'form-link', 'fl1', now, { maxSubjectLength: FORM_SUBJECT_MAX }),
+  };
 }
 
 /** Whether the principal reaches this workflow (RAGFlow: agent): an admin every one; an execute key those it lists, narrowed by an end-user token's. */

@@ -24,6 +24,7 @@ import { errorResponse, HttpError, INTERNAL_ERROR, validationHook } from './erro
 import { endUserRoutes } from './routes/end-users';
 import { registerExecuteRoutes } from './routes/execute';
 import { registerFileRoutes } from './routes/files';
+import { FORM_LINK_PATH, formLinkRoutes, registerFormLinkRoutes } from './routes/form-links';
 import { DOCUMENT_UPLOAD_PATH, knowledgeBaseRoutes } from './routes/knowledge-bases';
 import { registerKeyRoutes } from './routes/keys';
 import { mcpServerRoutes } from './routes/mcp-servers';
@@ -107,6 +108,8 @@ export interface AppDeps {
    * (lib/http/openapi.ts). @default generated from this app's routes on the first request
    */
   openapiDocument?: () => Promise<unknown>;
+  /** The base URL form links point at (EASEL_FORM_BASE_URL). @default `publicUrl`, else a path */
+  formBaseUrl?: string;
 }
 
 export type AppEnv = { Variables: { principal: Principal } };
@@ -149,6 +152,12 @@ export function createApp(deps: AppDeps): App {
   // uploads have their own, larger limits (routes/files.ts, routes/knowledge-bases.ts)
   const isUpload = (c: Context) => c.req.path === '/workflows/v1/files' || (c.req.method === 'POST' && DOCUMENT_UPLOAD_PATH.test(c.req.path));
   app.use('/workflows/v1/*', (c, next) => (isUpload(c) ? next() : jsonBodyLimit(c, next)));
+  // a form link is answered without a key: its routes come before the key is asked for
+  app.use(FORM_LINK_PATH, async (c, next) => {
+    if (c.req.method === 'POST') await parseJsonOnce(c, limits.maxJsonDepth);
+    await next();
+  });
+  app.route('/', formLinkRoutes(deps));
   app.use('/workflows/v1/*', async (c, next) => {
     c.set('principal', await deps.auth.authenticate({
       authorization: c.req.header('authorization'),
@@ -164,6 +173,7 @@ export function createApp(deps: AppDeps): App {
   registerExecuteRoutes(app, deps, limits);
   registerRunRoutes(app, deps);
   registerFileRoutes(app, deps);
+  registerFormLinkRoutes(app, deps);
   app.route('/workflows/v1/secrets', secretRoutes(deps));
   app.route('/workflows/v1/knowledge-bases', knowledgeBaseRoutes(deps));
   app.route('/workflows/v1/mcp-servers', mcpServerRoutes(deps));

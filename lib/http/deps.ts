@@ -11,15 +11,14 @@ import type { EaselConfig } from '../config';
 import { buildRuntime, type Runtime, type RuntimeOptions } from '../runtime';
 import type { AppDeps } from './app';
 import { EmbedSecrets } from '../secrets/embed-secrets';
-import { signedTokens } from '../secrets/signed-tokens';
-import type { AccessTokens } from './access';
+import { type AccessTokens, accessTokens } from './access';
 import { createAuthenticator } from './auth';
 import { forwardedFor, lambdaSourceIp } from './client-address';
 
 export function appDeps(runtime: Runtime): AppDeps {
   const { config, logger } = runtime;
   const serverKey = (purpose: string) => runtime.secrets.serverKey(purpose);
-  const access: AccessTokens = { runTokens: signedTokens(serverKey, 'run-token', 'rt1'), fileTokens: signedTokens(serverKey, 'file-token', 'ft1') };
+  const access: AccessTokens = accessTokens(serverKey);
   const embedSecrets = new EmbedSecrets(runtime.secrets.tenantSecrets, { cacheMs: config.http.authCacheMs });
   return {
     engine: runtime.engine,
@@ -38,6 +37,7 @@ export function appDeps(runtime: Runtime): AppDeps {
     maxFileBytes: config.http.maxFileBytes,
     corsOrigins: config.http.corsOrigins,
     ...(config.http.publicUrl ? { publicUrl: config.http.publicUrl } : {}),
+    ...(config.http.formBaseUrl ? { formBaseUrl: config.http.formBaseUrl } : {}),
     frameAncestors: config.http.frameAncestors,
     // on Lambda; npm start replaces it with the socket's (lib/local/app.ts)
     clientAddress: forwardedFor(lambdaSourceIp, config.http.trustedProxyHops),

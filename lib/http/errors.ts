@@ -25,6 +25,8 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   turn_in_progress: 409,
   not_waiting_for_input: 409,
   no_timer_armed: 409,
+  form_link_expired: 410,
+  form_link_used: 410,
   payload_too_large: 413,
   invalid_inputs: 422,
   idempotency_mismatch: 422,

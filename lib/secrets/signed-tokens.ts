@@ -21,11 +21,20 @@ export interface SignedTokens {
   subjectOf(token: string): string | null;
 }
 
-const SUBJECT = /^[A-Za-z0-9_-]{1,128}$/;
+/** Subjects are base64url characters; 128 at most unless a purpose allows more. */
+const subjectPattern = (max: number) => new RegExp(`^[A-Za-z0-9_-]{1,${max}}$`);
 /** How long a derived key set is reused before the master ring is asked again. */
 const KEY_CACHE_MS = 60_000;
 
-export function signedTokens(serverKey: (purpose: string) => Promise<ServerKeySet>, purpose: string, prefix: string, now: () => number = Date.now): SignedTokens {
+export function signedTokens(
+  serverKey: (purpose: string) => Promise<ServerKeySet>,
+  purpose: string,
+  prefix: string,
+  now: () => number = Date.now,
+  options: { maxSubjectLength?: number } = {},
+): SignedTokens {
+  const maxSubject = options.maxSubjectLength ?? 128;
+  const SUBJECT = subjectPattern(maxSubject);
   let cached: { keys: ServerKeySet; until: number } | undefined;
   const keySet = async () => {
     if (!cached || cached.until <= now()) cached = { keys: await serverKey(purpose), until: now() + KEY_CACHE_MS };
@@ -40,7 +49,7 @@ export function signedTokens(serverKey: (purpose: string) => Promise<ServerKeySe
   };
   return {
     async sign(tenant, subject) {
-      if (!SUBJECT.test(subject)) throw new RangeError('a token subject is 1-128 characters of [A-Za-z0-9_-]');
+      if (!SUBJECT.test(subject)) throw new RangeError(`a token subject is 1-${maxSubject} characters of [A-Za-z0-9_-]`);
       const { current } = await keySet();
       return `${prefix}.${subject}.${current.id}.${mac(current.key, tenant, subject)}`;
     },

@@ -6,12 +6,11 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { createApp, type AppDeps } from '../../lib/http/app';
-import type { AccessTokens } from '../../lib/http/access';
+import { type AccessTokens, accessTokens } from '../../lib/http/access';
 import { createAuthenticator } from '../../lib/http/auth';
 import { EmbedSecrets } from '../../lib/secrets/embed-secrets';
 import { MasterKeys, StaticKeyRing } from '../../lib/secrets/master-key';
 import { serverKey } from '../../lib/secrets/server-keys';
-import { signedTokens } from '../../lib/secrets/signed-tokens';
 import { TenantSecrets } from '../../lib/secrets/tenant-secrets';
 import { closeUnreadBodies } from '../../lib/local/close-unread-bodies';
 import { createKnowledge } from '../../lib/knowledge/service';
@@ -40,10 +39,7 @@ export function accessDeps(engine: TurnEngine, options: { secrets?: TenantSecret
   const now = options.now ?? Date.now;
   const secrets = options.secrets ?? new TenantSecrets({ store: engine.store, master: new MasterKeys(new StaticKeyRing()), now });
   const master = secrets.master;
-  const access: AccessTokens = {
-    runTokens: signedTokens((purpose) => serverKey(master, purpose), 'run-token', 'rt1', now),
-    fileTokens: signedTokens((purpose) => serverKey(master, purpose), 'file-token', 'ft1', now),
-  };
+  const access: AccessTokens = accessTokens((purpose) => serverKey(master, purpose), now);
   const embedSecrets = new EmbedSecrets(secrets, { now, cacheMs: options.cacheMs ?? 0 });
   const auth = createAuthenticator(engine.store, { cacheMs: options.cacheMs ?? 0, now, runTokens: access.runTokens, embedSecrets });
   return { secrets, access, embedSecrets, auth };

@@ -223,6 +223,57 @@ describe('the playground in Chromium', () => {
     await page.close();
   });
 
+  it('answers a form through a form link, with no key anywhere in the page, once', async () => {
+    const wf = await createWorkflow('Link review', {
+      components: {
+        begin: { obj: { component_name: 'Begin', params: { mode: 'conversational' } }, downstream: ['UserFillUp:Review'], upstream: [] },
+        'UserFillUp:Review': {
+          obj: {
+            component_name: 'UserFillUp',
+            params: {
+              tips: 'Approve the trip to Porto?',
+              inputs: { reason: { name: 'Reason', type: 'paragraph', optional: false } },
+              decisions: [
+                { id: 'yes', label: 'Approve', to: 'Message:Yes' },
+                { id: 'no', label: 'Decline', to: 'Message:No' },
+              ],
+            },
+          },
+          downstream: ['Message:Yes', 'Message:No'],
+          upstream: ['begin'],
+        },
+        'Message:Yes': { obj: { component_name: 'Message', params: { content: ['Approved: {UserFillUp:Review@reason}'] } }, downstream: [], upstream: ['UserFillUp:Review'] },
+        'Message:No': { obj: { component_name: 'Message', params: { content: ['Declined: {UserFillUp:Review@reason}'] } }, downstream: [], upstream: ['UserFillUp:Review'] },
+      },
+      globals: {},
+      variables: {},
+    });
+    const first = await api.call('POST', `/workflows/v1/workflows/${wf}/execute`, { body: { run_input: { query: 'trip' } } });
+    const link = await api.call('POST', `/workflows/v1/workflow-runs/${first.json.run_id}/form-links`, {});
+    expect(link.status).toBe(201);
+    const page = await newPage();
+    const sent: { url: string; authorization?: string }[] = [];
+    page.on('request', (r) => sent.push({ url: r.url(), ...(r.headers().authorization ? { authorization: r.headers().authorization! } : {}) }));
+    await page.goto(`${api.url}${link.json.url}`);
+    await page.getByText('Approve the trip to Porto?').waitFor();
+    const form = page.locator('form.form');
+    await form.getByLabel('Reason').fill('Customer visit');
+    await form.getByRole('group', { name: 'Decision' }).getByRole('button', { name: 'Approve' }).click();
+    await page.getByText('Thank you: your answer was sent.').waitFor();
+    // no key went out, and the token never appeared in a URL the browser requested
+    expect(sent.every((r) => r.authorization === undefined)).toBe(true);
+    expect(sent.some((r) => r.url.includes(link.json.token))).toBe(false);
+    const turn = await api.call('GET', `/workflows/v1/workflow-runs/${first.json.run_id}/turns/2`);
+    expect(turn.json.request.actor).toEqual({ kind: 'form_link', id: link.json.link_id });
+    expect(JSON.stringify(turn.json.response.events)).toContain('Approved: Customer visit');
+
+    // opened again, the link says it was used
+    await page.reload();
+    await page.getByText('This form has been answered already.').waitFor();
+    expect(await page.locator('form.form').count()).toBe(0);
+    await page.close();
+  });
+
   it('tells a stale tab that the turn was already answered, and reloads the run there', async () => {
     const wf = await createWorkflow('Form intake', fixture('form-intake'));
     const embedKey = await api.addKey(api.tenant, 'execute', [wf]);

@@ -106,6 +106,12 @@ export const ROUTES: readonly Route[] = [
   { method: 'GET', path: '/playground/{wf}', api: 'public' },
   { method: 'GET', path: '/playground/assets/app.js', api: 'public' },
   { method: 'GET', path: '/playground/assets/app.css', api: 'public' },
+  { method: 'GET', path: '/playground/assets/form.js', api: 'public' },
+  { method: 'GET', path: '/playground/assets/fields.js', api: 'public' },
+  { method: 'GET', path: '/playground/form', api: 'public' },
+  // no API key: the form link's token (Easel-Form-Token) is the capability (form-links.test.ts)
+  { method: 'GET', path: '/workflows/v1/form-link', api: 'public' },
+  { method: 'POST', path: '/workflows/v1/form-link', api: 'public' },
   // no API key: a delivery authenticates as its Begin says (end-users.test.ts, "webhook deliveries")
   { method: 'POST', path: '/workflows/v1/webhooks/{hook}', api: 'public' },
   { method: 'POST', path: '/api/v1/agents/{agent}/webhook', api: 'public' },
@@ -122,6 +128,7 @@ export const ROUTES: readonly Route[] = [
   { method: 'DELETE', path: '/workflows/v1/workflow-runs/{run}', api: 'native', admin: true },
   { method: 'POST', path: '/workflows/v1/workflows/{wf}/runs/{run}/pump-companions', api: 'native' },
   { method: 'GET', path: '/workflows/v1/workflow-runs/{run}/turns', api: 'native' },
+  { method: 'POST', path: '/workflows/v1/workflow-runs/{run}/form-links', api: 'native' },
   { method: 'GET', path: '/workflows/v1/workflow-runs/{run}/turns/{n}', api: 'native' },
   { method: 'GET', path: '/workflows/v1/workflow-runs/{run}/turns/{n}/events', api: 'native' },
   { method: 'POST', path: '/workflows/v1/files', api: 'native' },

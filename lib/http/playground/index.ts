@@ -5,10 +5,13 @@
  * Also CORS for browsers on other origins (EASEL_CORS_ORIGINS) and the page's CSP
  * `frame-ancestors` (EASEL_FRAME_ANCESTORS).
  *
- * The page is plain HTML + one hand-written ES module + one stylesheet (page.html, app.js,
- * app.css beside this file), embedded in assets.generated.ts by `npm run build:playground` so
+ * Also the hosted form page of form links (`GET /playground/form`, routes/form-links.ts).
+ *
+ * The pages are plain HTML + hand-written ES modules + one stylesheet (page.html and app.js,
+ * form.html and form.js, fields.js which both render forms with, app.css, beside this file),
+ * embedded in assets.generated.ts by `npm run build:playground` so
  * that every deployment (Lambda packages included) serves them without a file system. That
- * module is imported on the first playground request, a chunk of its own in the packages.
+ * module is imported on the first request for a page, a chunk of its own in the packages.
  */
 import type { Context } from 'hono';
 import { cors } from 'hono/cors';
@@ -55,8 +58,8 @@ export function registerPlayground(app: App, deps: Pick<AppDeps, 'corsOrigins' |
 
   const csp = pageCsp(deps.frameAncestors ?? ["'self'"]);
   /** `assetsPath` is the assets' path relative to the page, so the app may live under a prefix. */
-  const page = async (c: Context, assetsPath: string) =>
-    c.body((await loadAssets()).html.replaceAll('%ASSETS%', assetsPath), 200, {
+  const page = async (c: Context, assetsPath: string, html?: string) =>
+    c.body((html ?? (await loadAssets()).html).replaceAll('%ASSETS%', assetsPath), 200, {
       'content-type': 'text/html; charset=utf-8',
       'content-security-policy': csp,
       'cache-control': 'no-cache',
@@ -72,7 +75,11 @@ export function registerPlayground(app: App, deps: Pick<AppDeps, 'corsOrigins' |
     });
 
   app.get('/playground/assets/app.js', async (c) => asset(c, (await loadAssets()).js, 'text/javascript; charset=utf-8'));
+  app.get('/playground/assets/form.js', async (c) => asset(c, (await loadAssets()).formJs, 'text/javascript; charset=utf-8'));
+  app.get('/playground/assets/fields.js', async (c) => asset(c, (await loadAssets()).fieldsJs, 'text/javascript; charset=utf-8'));
   app.get('/playground/assets/app.css', async (c) => asset(c, (await loadAssets()).css, 'text/css; charset=utf-8'));
+  // a form link's page: the token is in the fragment, which never reaches the server
+  app.get('/playground/form', async (c) => page(c, 'assets/', (await loadAssets()).formHtml));
   // document base "/" for /playground, "/playground/" below it
   app.get('/playground', (c) => page(c, 'playground/assets/'));
   app.get('/playground/', (c) => page(c, 'assets/'));

@@ -29,6 +29,8 @@ export const RAGFLOW_BY_CODE: Readonly<Record<ErrorCode, RagflowFailureCode>> = 
   run_finished: RAGFLOW.operation,
   turn_in_progress: RAGFLOW.operation,
   not_waiting_for_input: RAGFLOW.operation,
+  form_link_expired: RAGFLOW.operation,
+  form_link_used: RAGFLOW.operation,
   no_timer_armed: RAGFLOW.operation,
   payload_too_large: RAGFLOW.argument,
   invalid_inputs: RAGFLOW.argument,

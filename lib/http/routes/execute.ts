@@ -168,7 +168,7 @@ async function checkCallbackUrl(guard: SsrfGuard, url: string): Promise<void> {
 }
 
 /** No single form value or query may be larger than `max` bytes. */
-function checkFieldSizes(runInput: { query?: string; inputs?: Record<string, unknown> } | undefined, max: number): void {
+export function checkFieldSizes(runInput: { query?: string; inputs?: Record<string, unknown> } | undefined, max: number): void {
   const check = (field: string, value: unknown) => {
     const size = Buffer.byteLength(typeof value === 'string' ? value : (JSON.stringify(value) ?? ''));
     if (size > max) throw new HttpError('payload_too_large', `${field} is ${size} bytes; at most ${max} are accepted`, { field });
