@@ -1,158 +1,122 @@
 /**
- * 5. Throughput. Many sessions at once against the local stack, then exactly the DynamoDB
- * calls those turns made, replayed by the server process with the same concurrency (on mirror
- * sessions). The two alternate turn by turn: every session runs turn k through the stack, then
- * every session's turn-k calls are replayed, then turn k+1, so background load on a shared
- * machine hits both alike. Afterwards every session and mirror is read back: every turn
- * committed, the head at the last turn.
+ * 5. Server CPU per turn against its own SDK calls. functions/http.ts's handler, in a process
+ * of its own (bench/lambda-driver.ts), invoked with API Gateway HTTP API events as Lambda
+ * invokes it, one turn at a time; after each turn, the same process replays the turn's DynamoDB
+ * calls bare with the handler's own client. CPU per turn from process.cpuUsage() around each.
+ * Afterwards every session and mirror is read back: every turn committed, the head at the last.
  */
-import { readFileSync, readdirSync } from 'node:fs';
-import { cpuMicros, heading, p95, ratio, table, verdict } from './lib/stats';
-import { type Database, newTraceId, type Session, sessionItems, type Stack } from './lib/stack';
+import { fork } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { DriverMessage, DriverRequest, DriverTurn } from './lambda-driver';
 import { mirrorId } from './lib/recorder';
+import { type Database, profileArgs, sessionItems } from './lib/stack';
+import { fmt, heading, mean, median, p95, ratio, table } from './lib/stats';
 
-export interface ThroughputOptions {
-  sessions: number;
-  turnsPerSession: number;
-}
+export type ServerCpuOptions = DriverRequest;
 
-export interface ThroughputResult {
+export interface ServerCpuResult {
   turns: number;
-  stackTurnsPerSec: number;
-  stackP95: number;
-  directTurnsPerSec: number;
-  directP95: number;
+  handlerCpuMsP50: number;
+  handlerCpuMsMean: number;
+  handlerCpuMsP95: number;
+  sdkCpuMsP50: number;
+  sdkCpuMsMean: number;
+  /** Handler CPU / bare SDK CPU per turn, medians. */
   ratio: number;
-  /** CPU per turn (ms) of each process, stack steps vs replay steps; NaN where unknown. */
-  cpuPerTurn: { server: number; client: number; dynamodb: number; directServer: number; directDynamodb: number };
-  conflicts: number;
-  errors: number;
-  lost: number;
+  handlerMsP50: number;
+  roundTripsPerTurn: number;
+  componentsPerTurn: number;
+  /** Share of turns that completed a pass. */
+  completedPerTurn: number;
+  /** Bytes of log lines (request log + EMF metrics) per invocation. */
+  logBytesPerTurn: number;
   replayFailures: number;
+  /** Turns missing on a session or its mirror, or heads behind, when read back. */
+  lost: number;
 }
 
-/** CPU time (ms) of the process listening with `-port <port>` (DynamoDB Local), from /proc. */
-function dynamoCpu(endpoint: string): () => number {
-  const port = new URL(endpoint).port;
-  let pid: string | undefined;
-  try {
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      try {
-        const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-        if (args.some((a) => a.endsWith('DynamoDBLocal.jar')) && args[args.indexOf('-port') + 1] === port) pid = entry;
-      } catch {
-        // gone
-      }
-    }
-  } catch {
-    // no /proc
-  }
-  return () => {
-    if (!pid) return Number.NaN;
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-      return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, USER_HZ ticks
-    } catch {
-      return Number.NaN;
-    }
-  };
-}
-
-export async function throughput(db: Database, stack: Stack, options: ThroughputOptions): Promise<ThroughputResult> {
-  const { sessions, turnsPerSession: turns } = options;
+export async function serverCpu(db: Database, options: ServerCpuOptions): Promise<ServerCpuResult> {
   heading(
-    '5. Throughput',
-    `${sessions} concurrent sessions x ${turns} turns over HTTP against the local stack (one server process, one DynamoDB); after each turn of all sessions, the DynamoDB calls of those turns replayed directly by the server process with the same concurrency (each session's calls in order, mirror sessions); turns/s = turns / summed wall time of the steps; p95 = per-turn latency (replay: the turn's call sequence); afterwards every session and mirror is read back; CPU per turn from process.cpuUsage() and /proc.`,
+    '5. Server CPU per turn against its own SDK calls',
+    `functions/http.ts's handler (built from the environment as on Lambda: readConfig -> buildRuntime -> createApp -> hono/aws-lambda handle), in a process of its own (bench/lambda-driver.ts), invoked with API Gateway HTTP API payload 2.0 events and a Lambda context, ${options.sessions} conversations x ${options.turnsPerSession} turns of the bench workflow one at a time after ${options.warmupSessions} of warm-up; after each turn the same process replays the turn's DynamoDB calls bare with the handler's own client (mirror session); CPU per turn = process.cpuUsage() around each; DynamoDB Local as it is.`,
   );
-  let conflicts = 0;
-  let errors = 0;
-  let lost = 0;
-  let replayFailures = 0;
-  let stackMs = 0;
-  let directMs = 0;
-  const stackLatencies: number[] = [];
-  const directLatencies: number[] = [];
-  const cpu = { server: 0, client: 0, dynamodb: 0, directServer: 0, directDynamodb: 0 };
-  const dynamo = dynamoCpu(db.endpoint);
-  const states: Session[] = Array.from({ length: sessions }, () => ({ done: 0 }));
-  const rows: (string | number)[][] = [];
-  for (let k = 1; k <= turns; k++) {
-    const traces = states.map(() => newTraceId());
-    const server0 = await stack.cpu();
-    const client0 = cpuMicros();
-    const dynamo0 = dynamo();
-    const started = performance.now();
-    const ok = await Promise.all(states.map(async (session, i) => {
-      if (session.done !== k - 1) return false; // it failed earlier: counted then
-      const out = await stack.turn(session, traces[i] as string);
-      stackLatencies.push(out.ms);
-      if (out.status === 409) conflicts++;
-      else if (out.status !== 200) errors++;
-      return out.status === 200;
-    }));
-    const stepMs = performance.now() - started;
-    stackMs += stepMs;
-    cpu.server += (await stack.cpu()) - server0;
-    cpu.client += cpuMicros() - client0;
-    const dynamo1 = dynamo();
-    cpu.dynamodb += dynamo1 - dynamo0;
-    const server1 = await stack.cpu();
-    const direct = await stack.replaySessions(traces.filter((_, i) => ok[i]).map((t) => [t]));
-    cpu.directServer += (await stack.cpu()) - server1;
-    cpu.directDynamodb += dynamo() - dynamo1;
-    directMs += direct.ms;
-    directLatencies.push(...direct.latencies);
-    replayFailures += direct.failures;
-    await stack.forget(traces);
-    if (k === 1 || k === turns || k % Math.max(1, Math.round(turns / 4)) === 0) {
-      rows.push([`turn ${k}`, sessions, (sessions / stepMs) * 1000, (sessions / direct.ms) * 1000, ratio(direct.ms, stepMs)]);
-    }
-  }
-  // every turn committed, on each session and on its mirror
-  for (const s of states) {
-    if (!s.runId) {
-      lost += turns;
-      continue;
-    }
-    for (const id of [s.runId, mirrorId(s.runId)]) {
-      const found = await sessionItems(db, stack.tenant, id);
-      lost += Math.max(0, turns - found.turns) + (found.headTurn === turns ? 0 : 1);
-    }
-  }
-  const total = sessions * turns;
-  const stackTps = (total / stackMs) * 1000;
-  const directTps = (total / directMs) * 1000;
-  rows.push(['all', total, stackTps, directTps, ratio(stackTps, directTps)]);
-  table(['step', 'turns', 'stack turns/s', 'direct turns/s', 'ratio'], rows);
-  const result: ThroughputResult = {
-    turns: total,
-    stackTurnsPerSec: stackTps,
-    stackP95: p95(stackLatencies),
-    directTurnsPerSec: directTps,
-    directP95: p95(directLatencies),
-    ratio: ratio(stackTps, directTps),
-    cpuPerTurn: {
-      server: cpu.server / 1000 / total,
-      client: cpu.client / 1000 / total,
-      dynamodb: cpu.dynamodb / total,
-      directServer: cpu.directServer / 1000 / total,
-      directDynamodb: cpu.directDynamodb / total,
+  const logDir = mkdtempSync(join(tmpdir(), 'easel-bench-lambda-'));
+  const logFile = join(logDir, 'stdout.log');
+  const logFd = openSync(logFile, 'w');
+  const child = fork(fileURLToPath(new URL('lambda-driver.ts', import.meta.url)), [], {
+    execArgv: ['--import', 'tsx', ...profileArgs('lambda')],
+    stdio: ['ignore', logFd, 'inherit', 'ipc'],
+    env: {
+      ...process.env,
+      EASEL_DYNAMODB_ENDPOINT: db.endpoint,
+      EASEL_DYNAMODB_TABLE: db.table,
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+      POWERTOOLS_SERVICE_NAME: 'easel',
+      AWS_LAMBDA_FUNCTION_NAME: 'easel-http',
     },
-    conflicts,
-    errors,
-    lost,
-    replayFailures,
-  };
-  const c = result.cpuPerTurn;
+  });
+  closeSync(logFd);
+  let done: Extract<DriverMessage, { type: 'done' }>;
+  let logBytes: number;
+  try {
+    const reply = await new Promise<DriverMessage>((resolve, reject) => {
+      child.once('message', (message: DriverMessage) => resolve(message));
+      child.once('exit', (code) => reject(new Error(`the Lambda driver exited (${code}) before it answered`)));
+      child.send(options);
+    });
+    if (reply.type === 'error') throw new Error(`the Lambda driver failed: ${reply.error}`);
+    done = reply;
+    await new Promise<void>((resolve) => (child.exitCode === null ? child.once('exit', () => resolve()) : resolve()));
+    logBytes = statSync(logFile).size;
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    rmSync(logDir, { recursive: true, force: true });
+  }
+
+  let lost = 0;
+  for (const runId of done.runIds) {
+    for (const id of [runId, mirrorId(runId)]) {
+      const found = await sessionItems(db, done.tenant, id);
+      lost += Math.max(0, options.turnsPerSession - found.turns) + (found.headTurn === options.turnsPerSession ? 0 : 1);
+    }
+  }
+  const turns = done.turns;
+  const ms = (us: number) => us / 1000;
+  const groups: [string, DriverTurn[]][] = [
+    ['all turns', turns],
+    ['first turn (creates the run)', turns.filter((t) => t.kind === 'first')],
+    ['query -> pause at the form', turns.filter((t) => t.kind === 'pause')],
+    ['form answer -> completed', turns.filter((t) => t.kind === 'answer')],
+  ];
   table(
-    ['', 'turns/s', 'p95 ms', 'server CPU ms/turn', 'DynamoDB Local CPU ms/turn', 'client CPU ms/turn'],
-    [
-      ['stack (HTTP turns)', stackTps, result.stackP95, c.server, c.dynamodb, c.client],
-      ['direct (bare calls)', directTps, result.directP95, c.directServer, c.directDynamodb, '-'],
-    ],
+    ['turns', 'n', 'handler CPU p50 ms', 'bare SDK calls CPU p50 ms', 'ratio', 'handler CPU mean ms', 'bare calls CPU mean ms', 'handler wall p50 ms', 'round trips'],
+    groups.filter(([, g]) => g.length > 0).map(([name, g]) => {
+      const handler = median(g.map((t) => t.handlerCpuUs));
+      const sdk = median(g.map((t) => t.sdkCpuUs));
+      return [name, g.length, ms(handler), ms(sdk), ratio(handler, sdk), ms(mean(g.map((t) => t.handlerCpuUs))), ms(mean(g.map((t) => t.sdkCpuUs))), median(g.map((t) => t.handlerMs)), mean(g.map((t) => t.operations.length))];
+    }),
   );
-  console.log(`conflicts (409): ${conflicts}; other errors: ${errors}; turns lost (missing records or heads behind, sessions + mirrors): ${lost}; replayed calls refused: ${replayFailures}`);
-  console.log(`target ratio >= 0.8: ${verdict(result.ratio, '>=', 0.8)}; zero conflicts and losses: ${conflicts + errors + lost === 0 ? 'met' : 'MISSED'}`);
+  const result: ServerCpuResult = {
+    turns: turns.length,
+    handlerCpuMsP50: ms(median(turns.map((t) => t.handlerCpuUs))),
+    handlerCpuMsMean: ms(mean(turns.map((t) => t.handlerCpuUs))),
+    handlerCpuMsP95: ms(p95(turns.map((t) => t.handlerCpuUs))),
+    sdkCpuMsP50: ms(median(turns.map((t) => t.sdkCpuUs))),
+    sdkCpuMsMean: ms(mean(turns.map((t) => t.sdkCpuUs))),
+    ratio: ratio(median(turns.map((t) => t.handlerCpuUs)), median(turns.map((t) => t.sdkCpuUs))),
+    handlerMsP50: median(turns.map((t) => t.handlerMs)),
+    roundTripsPerTurn: mean(turns.map((t) => t.operations.length)),
+    componentsPerTurn: mean(turns.map((t) => t.components)),
+    completedPerTurn: mean(turns.map((t) => (t.completed ? 1 : 0))),
+    // warm-up invocations logged too: the log bytes are per invocation of the whole run
+    logBytesPerTurn: logBytes / ((options.warmupSessions + options.sessions) * options.turnsPerSession),
+    replayFailures: done.replayFailures,
+    lost,
+  };
+  console.log(`handler CPU per turn ${fmt(result.handlerCpuMsP50)} ms p50 (${fmt(result.handlerCpuMsMean)} mean, ${fmt(result.handlerCpuMsP95)} p95) against ${fmt(result.sdkCpuMsP50)} ms for its DynamoDB calls bare: x${fmt(result.ratio)} (reported, not held); ${fmt(result.componentsPerTurn, 1)} components and ${fmt(result.logBytesPerTurn, 0)} log bytes per invocation`);
+  console.log(`read back: turns lost (missing records or heads behind, sessions + mirrors): ${lost}; replayed calls refused: ${result.replayFailures}`);
   return result;
 }
