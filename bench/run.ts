@@ -7,20 +7,23 @@
  *
  * Options: --quick; --only=1,3,... (a subset; results.json then has only their keys);
  * EASEL_DYNAMODB_ENDPOINT=<url> to measure against that DynamoDB instead of launching
- * DynamoDB Local; BENCH_PROFILE=<dir> to write a CPU profile of the stack server.
+ * DynamoDB Local; BENCH_PROFILE=<dir> to write CPU profiles of the processes measured by 1 and 5
+ * (the stack servers, the Lambda handler's driver), summarised at the end.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { coldStart, type ColdStartResult } from './cold-start';
 import { cost, type CostResult } from './cost';
 import { engineCpu, type EngineCpuResult } from './engine-cpu';
 import { knowledgeIndex, type KnowledgeIndexResult } from './knowledge';
+import { type LatencyProxy, SIMULATED_NETWORK_DELAY_MS, simulationLabel, startLatencyProxy } from './lib/latency-proxy';
 import { describeMachine } from './lib/machine';
 import { reportProfile } from './lib/profile';
 import { type Database, openDatabase, type Stack, startStack } from './lib/stack';
 import { fmt, table } from './lib/stats';
-import { throughput, type ThroughputResult } from './throughput';
-import { turnOverhead, type TurnOverheadResult } from './turn-overhead';
+import { serverCpu, type ServerCpuResult } from './server-cpu';
+import { turnLatency, type TurnLatencyResult } from './turn-latency';
 import { writeCost, type WriteCostResult } from './write-cost';
 import { MAX_CHUNKS_PER_KB } from '../lib/knowledge/limits';
 
@@ -39,17 +42,17 @@ const SIZES = quick
   ? {
       coldStart: { reps: 2 },
       engineCpu: { warmupTurns: 40, turns: 200, batch: 50 },
-      turnOverhead: { warmupSessions: 1, sessions: 3, turnsPerSession: 6 },
-      writeCost: { turns: 20, keyedTurns: 4 },
-      throughput: { sessions: 10, turnsPerSession: 4 },
+      turnLatency: { warmupSessions: 0, sessions: 1, turnsPerSession: 4 },
+      writeCost: { turnsPerKind: 3, conversationTurns: 4, growthTurns: 10, quotaTurns: 3 },
+      serverCpu: { warmupSessions: 0, sessions: 1, turnsPerSession: 4 },
       knowledgeIndex: { chunks: 100, queries: 10, warmupQueries: 2, dimensions: 256 },
     }
   : {
       coldStart: { reps: 20 },
       engineCpu: { warmupTurns: 200, turns: 2000, batch: 100 },
-      turnOverhead: { warmupSessions: 5, sessions: 50, turnsPerSession: 20 },
-      writeCost: { turns: 200, keyedTurns: 20 },
-      throughput: { sessions: 100, turnsPerSession: 20 },
+      turnLatency: { warmupSessions: 2, sessions: 30, turnsPerSession: 20 },
+      writeCost: { turnsPerKind: 20, conversationTurns: 20, growthTurns: 200, quotaTurns: 20 },
+      serverCpu: { warmupSessions: 3, sessions: 30, turnsPerSession: 20 },
       // the local backend's limit: MAX_CHUNKS_PER_KB (lib/knowledge/limits.ts)
       knowledgeIndex: { chunks: MAX_CHUNKS_PER_KB, queries: 300, warmupQueries: 30, dimensions: 1536 },
     };
@@ -63,9 +66,9 @@ async function main(): Promise<number> {
 
   let cold: ColdStartResult | undefined;
   let cpu: EngineCpuResult | undefined;
-  let overhead: TurnOverheadResult | undefined;
+  let latency: TurnLatencyResult | undefined;
   let writes: WriteCostResult | undefined;
-  let load: ThroughputResult | undefined;
+  let handlerCpu: ServerCpuResult | undefined;
   let dollars: CostResult | undefined;
   let knowledge: KnowledgeIndexResult | undefined;
   let failed = false;
@@ -87,40 +90,58 @@ async function main(): Promise<number> {
   if (only.has(7)) knowledge = await timed('7', () => knowledgeIndex(SIZES.knowledgeIndex));
 
   let db: Database | undefined;
-  let stack: Stack | undefined;
+  let proxy: LatencyProxy | undefined;
+  const stacks: Stack[] = [];
   try {
     if ([1, 2, 5, 6].some((m) => only.has(m))) {
       db = await timed('DynamoDB', () => openDatabase());
       console.log(`\nDynamoDB: ${db.description}, table ${db.table}`);
     }
-    if (db && [1, 5, 6].some((m) => only.has(m))) stack = await timed('stack server', () => startStack(db as Database));
-    if (stack && (only.has(1) || only.has(6))) overhead = await timed('1', () => turnOverhead(stack as Stack, SIZES.turnOverhead));
+    if (db && only.has(1)) {
+      const database = db;
+      // two servers side by side: on DynamoDB as it is, and behind a simulation of AWS's network latency
+      proxy = await startLatencyProxy({ target: database.endpoint, delayMs: SIMULATED_NETWORK_DELAY_MS });
+      const via = proxy.url;
+      const started = await timed('stack servers', () => Promise.allSettled([startStack(database, { name: 'stack-local' }), startStack(database, { endpoint: via, name: 'stack-simulated' })]));
+      for (const s of started) if (s.status === 'fulfilled') stacks.push(s.value);
+      const refused = started.find((s) => s.status === 'rejected');
+      if (refused) throw refused.reason;
+      const [local, simulated] = stacks as [Stack, Stack];
+      latency = await timed('1', () => turnLatency([{ name: 'local', stack: local }, { name: 'simulated', stack: simulated }], SIMULATED_NETWORK_DELAY_MS, SIZES.turnLatency));
+      if (latency.idealFailures > 0) failed = true;
+    }
     if (db && (only.has(2) || only.has(6))) writes = await timed('2', () => writeCost(db as Database, SIZES.writeCost));
-    if (db && stack && only.has(5)) {
-      load = await timed('5', () => throughput(db as Database, stack as Stack, SIZES.throughput));
-      if (load.conflicts + load.errors + load.lost + load.replayFailures > 0) failed = true;
+    if (db && (only.has(5) || only.has(6))) {
+      handlerCpu = await timed('5', () => serverCpu(db as Database, SIZES.serverCpu));
+      if (handlerCpu.lost + handlerCpu.replayFailures > 0) failed = true;
     }
   } finally {
-    await stack?.close();
+    await Promise.all(stacks.map((s) => s.close()));
+    await proxy?.close();
     await db?.stop();
   }
-  if (process.env.BENCH_PROFILE && stack) reportProfile(process.env.BENCH_PROFILE);
-  if (overhead && overhead.replayFailures > 0) failed = true;
-  if (only.has(6) && overhead && writes) {
-    const base = { cpuMsPerTurn: overhead.cpuUsMean / 1000, logBytesPerTurn: overhead.logBytesPerTurn, componentsPerTurn: overhead.componentsPerTurn };
+  if (process.env.BENCH_PROFILE) {
+    const profiled = [['stack-local', 'stack server (DynamoDB Local as it is)'], ['stack-simulated', `stack server (${simulationLabel()})`], ['lambda', 'Lambda handler driver']] as const;
+    for (const [dir, label] of profiled) reportProfile(join(process.env.BENCH_PROFILE, dir), label);
+  }
+  if (only.has(6) && writes && handlerCpu) {
+    const { conversation, keyedConversation } = writes.protocol;
+    const base = { cpuMsPerTurn: handlerCpu.handlerCpuMsMean, logBytesPerTurn: handlerCpu.logBytesPerTurn };
+    const shape = { componentsPerTurn: handlerCpu.componentsPerTurn, completedPerTurn: handlerCpu.completedPerTurn, turnsPerConversation: conversation.turns };
     // the provider's memorySize in serverless.yml, for one more line
     const deployed = Number(/^\s+memorySize:\s*(\d+)/m.exec(readFileSync(new URL('../serverless.yml', import.meta.url), 'utf8'))?.[1]) || undefined;
     dollars = cost(
       // the cleanup's deletes when the session expires, amortized over its turns, are part of a turn's bill
-      { ...base, wcuPerTurn: writes.meanWcu + writes.cleanupWruPerTurn, rcuPerTurn: writes.meanRcu, roundTripsPerTurn: overhead.roundTripsPerTurn },
-      { ...base, wcuPerTurn: writes.keyed.meanWcu + writes.cleanupWruPerTurn, rcuPerTurn: writes.keyed.meanRcu, roundTripsPerTurn: writes.keyed.meanRoundTrips },
+      { ...base, wcuPerTurn: conversation.wruWithCleanup, rcuPerTurn: conversation.rru, roundTripsPerTurn: conversation.roundTrips },
+      { ...base, wcuPerTurn: keyedConversation.wruWithCleanup, rcuPerTurn: keyedConversation.rru, roundTripsPerTurn: keyedConversation.roundTrips },
+      shape,
       deployed,
       // the plain turn plus what quotas added to the same turns
       {
         ...base,
-        wcuPerTurn: writes.meanWcu + writes.quotas.extraWcu + writes.cleanupWruPerTurn,
-        rcuPerTurn: writes.meanRcu + writes.quotas.extraRcu,
-        roundTripsPerTurn: overhead.roundTripsPerTurn + writes.quotas.extraRoundTrips,
+        wcuPerTurn: conversation.wruWithCleanup + writes.quotas.extraWcu,
+        rcuPerTurn: conversation.rru + writes.quotas.extraRcu,
+        roundTripsPerTurn: conversation.roundTrips + writes.quotas.extraRoundTrips,
       },
     );
   }
@@ -129,13 +150,26 @@ async function main(): Promise<number> {
     date,
     machine,
     quick,
-    ...(overhead ? { turn_overhead_ratio: overhead.ratioP50, turn_overhead_p95_ratio: overhead.ratioP95, round_trips_per_turn: overhead.roundTripsPerTurn } : {}),
-    ...(writes ? { write_growth_ratio: writes.growthRatio, ragflow_write_growth_ratio: writes.ragflowGrowth, cleanup_wru_per_turn: writes.cleanupWruPerTurn, queued_turn_wru: writes.async.meanWcu } : {}),
-    ...(writes ? { quota_extra_round_trips_per_turn: writes.quotas.extraRoundTrips, quota_extra_wru_per_turn: writes.quotas.extraWcu, quota_extra_rru_per_turn: writes.quotas.extraRcu, quota_turn_wru: writes.quotas.meanWcu } : {}),
+    ...(latency ? { ideal_ratio_p50_simulated: latency.simulated.ratioP50, ideal_ratio_p50_local: latency.local.ratioP50 } : {}),
+    ...(writes
+      ? {
+          round_trips_pure: writes.protocol.roundTripsPure,
+          round_trips_external: writes.protocol.roundTripsExternal,
+          round_trips_keyed_extra: writes.protocol.roundTripsKeyedExtra,
+          async_turn_wru: writes.protocol.asyncTurnWru,
+          cleanup_wru_per_turn: writes.protocol.conversation.cleanupWruPerTurn,
+          write_growth_ratio: writes.growthRatio,
+          ragflow_write_growth_ratio: writes.ragflowGrowth,
+          quota_extra_round_trips_per_turn: writes.quotas.extraRoundTrips,
+          quota_extra_wru_per_turn: writes.quotas.extraWcu,
+          quota_extra_rru_per_turn: writes.quotas.extraRcu,
+          quota_turn_wru: writes.quotas.meanWcu,
+        }
+      : {}),
+    ...(handlerCpu ? { cpu_ratio_vs_sdk: handlerCpu.ratio } : {}),
     ...(cpu ? { cpu_ratio_vs_langgraph: cpu.ratio } : {}),
     ...(cold ? { init_kb_over_floor_max: cold.initKbOverFloorMax, init_ratio_vs_floor_max: cold.initRatioMax } : {}),
-    ...(load ? { throughput_ratio: load.ratio } : {}),
-    ...(dollars ? { usd_per_million_turns: dollars.usdPerMillionTurns } : {}),
+    ...(dollars ? { usd_per_million_turns: dollars.usdPerMillionTurns, usd_per_million_turns_keyed: dollars.usdPerMillionTurnsKeyed } : {}),
     ...(dollars?.usdPerMillionTurnsWithQuotas !== undefined ? { usd_per_million_turns_with_quotas: dollars.usdPerMillionTurnsWithQuotas } : {}),
     ...(knowledge
       ? {
@@ -154,7 +188,7 @@ async function main(): Promise<number> {
       : {}),
     duration_s: (performance.now() - began) / 1000,
     step_seconds: seconds,
-    details: { turnOverhead: overhead, writeCost: writes, engineCpu: cpu, coldStart: cold, throughput: load, cost: dollars, knowledgeIndex: knowledge },
+    details: { turnLatency: latency, writeCost: writes, engineCpu: cpu, coldStart: cold, serverCpu: handlerCpu, cost: dollars, knowledgeIndex: knowledge },
   };
   const out = fileURLToPath(new URL('results.json', import.meta.url));
   writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
@@ -163,9 +197,13 @@ async function main(): Promise<number> {
   const row = (name: string, value: number | undefined, target: string, ok: ((v: number) => boolean) | null): (string | number)[] =>
     value === undefined ? [name, '-', target, 'not run'] : [name, Number(value.toFixed(2)), target, ok === null ? '' : ok(value) ? 'met' : 'MISSED'];
   table(['measure', 'value', 'target', ''], [
-    row('1. turn / bare DynamoDB calls, p50', overhead?.ratioP50, '<= 1.15', (v) => v <= 1.15),
-    row('1. turn / bare DynamoDB calls, p95', overhead?.ratioP95, '', null),
-    row('1. DynamoDB round trips per turn', overhead?.roundTripsPerTurn, '', null),
+    row(`1. turn / ideal protocol, p50, ${simulationLabel()}`, latency?.simulated.ratioP50, '<= 1.3', (v) => v <= 1.3),
+    row(`1. turn / ideal protocol, p95, ${simulationLabel()}`, latency?.simulated.ratioP95, '', null),
+    row('1. turn / ideal protocol, p50, DynamoDB Local as it is', latency?.local.ratioP50, '', null),
+    row('2. round trips, pure turn', writes?.protocol.roundTripsPure, '<= 2', (v) => v <= 2),
+    row('2. round trips, turn with a model call', writes?.protocol.roundTripsExternal, '<= 3', (v) => v <= 3),
+    row('2. round trips an Idempotency-Key adds', writes?.protocol.roundTripsKeyedExtra, '0', (v) => v === 0),
+    row('2. WRU, async turn with two model calls', writes?.protocol.asyncTurnWru, '<= 12', (v) => v <= 12),
     row(`2. write growth, turn ${writes?.checkpoints.at(-1)?.turn ?? 'N'} / turn 2`, writes?.growthRatio, '<= 1.1', (v) => v <= 1.1),
     row('2. the same stored RAGFlow\'s way', writes?.ragflowGrowth, '', null),
     row('2. quotas on: extra round trips per turn', writes?.quotas.extraRoundTrips, '', null),
@@ -174,9 +212,9 @@ async function main(): Promise<number> {
     row('3. CPU per turn, LangGraph.js / Easel', cpu?.ratio, '>= 5', (v) => v >= 5),
     row('4. JS loaded at init, KB over the floor, max', cold?.initKbOverFloorMax, '<= 400', (v) => v <= 400),
     row('4. module init / floor, max', cold?.initRatioMax, '<= 1.5', (v) => v <= 1.5),
-    row('5. throughput, stack / direct', load?.ratio, '>= 0.8', (v) => v >= 0.8),
-    row('5. conflicts + losses', load ? load.conflicts + load.errors + load.lost : undefined, '0', (v) => v === 0),
-    row('6. $ per million turns', dollars?.usdPerMillionTurns, '<= 5', (v) => v <= 5),
+    row('5. handler CPU / its bare SDK calls, p50', handlerCpu?.ratio, '', null),
+    row('6. $ per million turns', dollars?.usdPerMillionTurns, '<= 4', (v) => v <= 4),
+    row('6. $ per million turns, Idempotency-Key on every turn', dollars?.usdPerMillionTurnsKeyed, '<= 4', (v) => v <= 4),
     row('6. $ per million turns, quotas on', dollars?.usdPerMillionTurnsWithQuotas, '', null),
     row(`7. knowledge index load ms, ${knowledge?.chunks ?? 'N'} chunks, full text`, knowledge?.fullText.loadMs, '< 1000', (v) => v < 1000),
     row(`7. the same with ${knowledge?.dimensions ?? 'N'}-dimension vectors`, knowledge?.hybrid.loadMs, '< 1000', (v) => v < 1000),

@@ -5,8 +5,9 @@
  * named by EASEL_DYNAMODB_ENDPOINT / EASEL_DYNAMODB_TABLE. Its DocumentClient carries the
  * recording decorator (bench/lib/recorder.ts). A request with an `x-bench-trace` header gets
  * its DynamoDB calls and its CPU time recorded under that id; the parent asks over IPC for
- * traces and for bare replays of them. Logs (one JSON line and one EMF line per request, as on
- * Lambda) go to stdout, which the parent counts.
+ * traces and for the ideal protocol of a traced turn, issued bare by this process's client on
+ * the turn's mirror session (bench/lib/recorder.ts `prepareIdeal`). Logs (one JSON line and one
+ * EMF line per request, as on Lambda) go to stdout, which the parent counts.
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -19,7 +20,7 @@ import { withTelemetry } from '../lib/http/observability';
 import { buildRuntime, createTelemetry } from '../lib/runtime';
 import { hashSecret, putApiKey } from '../lib/store/api-keys';
 import { createWorkflow } from '../lib/store/workflows';
-import { instrument, operationName, prepareReplay, replay, type Trace, traceContext } from './lib/recorder';
+import { instrument, operationName, prepareIdeal, replay, type Trace, traceContext } from './lib/recorder';
 import { benchDsl } from './workflow';
 
 export interface TraceSummary {
@@ -27,16 +28,16 @@ export interface TraceSummary {
   operations: string[];
   /** Time spent waiting for DynamoDB inside the request (sum of call latencies). */
   dynamoMs: number;
+  /** Each call's latency, in order. */
+  callMs: number[];
   /** CPU time of this process from the request's arrival to the end of its response. */
   cpuUs: number;
 }
 
 export type StackRequest =
   | { op: 'summary'; traces: string[] }
-  | { op: 'replay'; trace: string }
-  | { op: 'replaySessions'; sessions: string[][] }
-  | { op: 'forget'; traces: string[] }
-  | { op: 'cpu' };
+  | { op: 'ideal'; trace: string }
+  | { op: 'forget'; traces: string[] };
 
 export type StackMessage =
   | { type: 'ready'; url: string; apiKey: string; tenant: string; workflowId: string }
@@ -93,37 +94,19 @@ async function main(): Promise<void> {
         return message.traces.map((id): TraceSummary => {
           const t = traces.get(id);
           if (!t) throw new Error(`no trace ${id}`);
-          return { operations: t.calls.map((c) => operationName(c.name)), dynamoMs: t.calls.reduce((n, c) => n + c.ms, 0), cpuUs: t.cpuUs };
+          return { operations: t.calls.map((c) => operationName(c.name)), dynamoMs: t.calls.reduce((n, c) => n + c.ms, 0), callMs: t.calls.map((c) => c.ms), cpuUs: t.cpuUs };
         });
-      case 'replay': {
+      case 'ideal': {
         const t = traces.get(message.trace);
         if (!t) throw new Error(`no trace ${message.trace}`);
-        return replay(store.doc, prepareReplay(t.calls));
-      }
-      case 'replaySessions': {
-        // every session's turns in order, all sessions at once: the same calls as the stack made
-        const prepared = message.sessions.map((ids) => ids.map((id) => {
-          const t = traces.get(id);
-          if (!t) throw new Error(`no trace ${id}`);
-          return prepareReplay(t.calls);
-        }));
-        const latencies: number[] = [];
-        let failures = 0;
-        const started = performance.now();
-        await Promise.all(prepared.map(async (turns) => {
-          for (const commands of turns) {
-            const r = await replay(store.doc, commands);
-            latencies.push(r.ms);
-            failures += r.failures;
-          }
-        }));
-        return { ms: performance.now() - started, latencies, failures };
+        const ideal = prepareIdeal(t.calls);
+        const timed = await replay(store.doc, ideal.commands);
+        await ideal.syncHead(store.doc);
+        return timed;
       }
       case 'forget':
         for (const id of message.traces) traces.delete(id);
         return null;
-      case 'cpu':
-        return cpu();
     }
   };
 

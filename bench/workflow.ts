@@ -1,8 +1,10 @@
 /**
- * The workflow every measurement uses: ten components in a line, a form (UserFillUp) at the
- * fifth. A conversational run alternates two kinds of turn: a query runs nodes 1-4 and pauses
- * at the form; the form's answer runs nodes 5-10 and completes the pass. The next query starts
- * a new pass with the conversation kept. Every turn's output has the same size.
+ * The workflows the measurements run. The bench workflow, which every measurement uses: ten
+ * components in a line, a form (UserFillUp) at the fifth. A conversational run alternates two
+ * kinds of turn: a query runs nodes 1-4 and pauses at the form; the form's answer runs nodes
+ * 5-10 and completes the pass. The next query starts a new pass with the conversation kept.
+ * Every turn's output has the same size. Beside it, the kinds of turn measurement 2 counts
+ * round trips of: a pure turn, and turns calling a model.
  */
 import { builtinComponents } from '../lib/components';
 import { compileWorkflow, type RunInput, type Workflow } from '../lib/canvas';
@@ -74,4 +76,33 @@ export function benchWorkflow(): Workflow {
 export function turnInput(n: number): RunInput {
   const tag = String(n % 1000).padStart(3, '0');
   return n % 2 === 1 ? { query: `question ${tag} about the bench plan` } : { inputs: { name: `Ada ${tag}`, plan: 'pro' } };
+}
+
+/** Begin (conversational) -> Message: a turn that reaches nothing outside the run. */
+export function pureDsl(): Record<string, unknown> {
+  return {
+    components: {
+      begin: { obj: { component_name: 'Begin', params: { mode: 'conversational', prologue: 'Hi.' } }, downstream: ['Message:Echo'], upstream: [] },
+      'Message:Echo': { obj: { component_name: 'Message', params: { content: ['You said: {sys.query}'] } }, downstream: [], upstream: ['begin'] },
+    },
+  };
+}
+
+/**
+ * Begin -> `modelCalls` LLM components in a line -> Message: every turn calls the model that
+ * many times (the model EASEL_LLM_DEFAULT_MODEL names; bench/lib/model-server.ts).
+ */
+export function modelDsl(modelCalls: number): Record<string, unknown> {
+  const llms = Array.from({ length: modelCalls }, (_, i) => `LLM:Step${i + 1}`);
+  const chain = ['begin', ...llms, 'Message:Answer'];
+  const components: Record<string, unknown> = {};
+  chain.forEach((id, i) => {
+    const obj = id === 'begin'
+      ? { component_name: 'Begin', params: { mode: 'conversational' } }
+      : id.startsWith('LLM:')
+        ? { component_name: 'LLM', params: { llm_id: 'bench@Local', sys_prompt: 'Answer briefly.', prompts: [{ role: 'user', content: '{sys.query}' }] } }
+        : { component_name: 'Message', params: { content: [`{${chain[i - 1]}@content}`] } };
+    components[id] = { obj, downstream: i + 1 < chain.length ? [chain[i + 1]] : [], upstream: i > 0 ? [chain[i - 1]] : [] };
+  });
+  return { components };
 }

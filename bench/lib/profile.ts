@@ -1,12 +1,17 @@
 /**
- * Where the stack server's time went, from the V8 CPU profile BENCH_PROFILE=<dir> makes it
- * write: samples grouped by the innermost frame that belongs to a package or to our code
- * (node's own frames count for their caller), replays of bare calls and idle time left out.
+ * Where a measured process's time went (the stack server, the Lambda handler's driver), from
+ * the V8 CPU profile BENCH_PROFILE=<dir> makes it write: samples grouped by the innermost frame
+ * that belongs to a package or to our code (node's own frames count for their caller), idle
+ * time and the bench's own calls left out (as far as they are on the stack: the part of a bare
+ * replay that runs after an `await` is not, and counts for the SDK).
  * V8 samples the main thread's wall time, so this is a breakdown, not a CPU measurement.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fmt, table } from './stats';
+
+/** The bench's own DynamoDB calls inside a measured process (bare replays, mirror upkeep): left out. */
+const HARNESS_CALLS = new Set(['replay', 'syncHead']);
 
 interface ProfileNode {
   id: number;
@@ -34,8 +39,9 @@ function category(url: string, functionName: string): string | null {
   return null;
 }
 
-/** Prints the breakdown of the largest profile in `dir` (the server's main thread). */
-export function reportProfile(dir: string): void {
+/** Prints the breakdown of the largest profile in `dir` (the main thread of the process `label` names). */
+export function reportProfile(dir: string, label: string): void {
+  if (!existsSync(dir)) return;
   const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).map((f) => join(dir, f));
   if (files.length === 0) return;
   const file = files.sort((a, b) => statSync(b).size - statSync(a).size)[0] as string;
@@ -54,7 +60,7 @@ export function reportProfile(dir: string): void {
     let replaying = false;
     for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
       const frame = (nodes.get(at) as ProfileNode).callFrame;
-      if (frame.functionName === 'replay' && frame.url.includes('/bench/')) replaying = true;
+      if (HARNESS_CALLS.has(frame.functionName) && frame.url.includes('/bench/')) replaying = true;
       found ??= category(frame.url, frame.functionName);
     }
     if (replaying) continue;
@@ -62,6 +68,6 @@ export function reportProfile(dir: string): void {
     by.set(name, (by.get(name) ?? 0) + us);
     total += us;
   }
-  console.log(`\nstack server profile (${file}): main-thread time outside replays, by the innermost package or module on the stack`);
+  console.log(`\n${label} profile (${file}): main-thread time outside the bench's own calls, by the innermost package or module on the stack (V8 samples wall time: read shares, not milliseconds)`);
   table(['where', 'share'], [...by].sort((a, b) => b[1] - a[1]).map(([name, us]) => [name, `${fmt((100 * us) / total, 1)}%`]));
 }

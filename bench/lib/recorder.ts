@@ -12,7 +12,7 @@ import {
   BatchGetCommand,
   BatchWriteCommand,
   DeleteCommand,
-  type DynamoDBDocumentClient,
+  DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
   QueryCommand,
@@ -20,6 +20,7 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { SESSION_HEAD_SK } from '../../lib/store/item-keys';
 
 export interface RecordedCall {
   /** Command class name, e.g. `UpdateCommand`. */
@@ -40,8 +41,33 @@ export function instrument(doc: DynamoDBDocumentClient): void {
   const marked = doc as unknown as { __benchInstrumented?: boolean };
   if (marked.__benchInstrumented) return;
   marked.__benchInstrumented = true;
-  const original = doc.send.bind(doc) as (command: unknown, ...rest: unknown[]) => Promise<unknown>;
-  (doc as unknown as { send: typeof original }).send = async (command: unknown, ...rest: unknown[]) => {
+  const original = doc.send.bind(doc) as Send;
+  (doc as unknown as { send: Send }).send = recording(original);
+}
+
+/**
+ * Installs the recording decorator on every DocumentClient of this process, those not created
+ * yet included (the prototype's `send`): for code that builds its own clients inside a module
+ * (functions/http.ts). `lastClient()` is the client of the latest recorded call.
+ */
+export function instrumentEveryClient(): { lastClient(): DynamoDBDocumentClient | undefined } {
+  const proto = DynamoDBDocumentClient.prototype as unknown as { send: Send; __benchInstrumented?: boolean };
+  let last: DynamoDBDocumentClient | undefined;
+  if (!proto.__benchInstrumented) {
+    proto.__benchInstrumented = true;
+    const original = proto.send;
+    proto.send = function (this: DynamoDBDocumentClient, command: unknown, ...rest: unknown[]) {
+      if (traceContext.getStore()) last = this;
+      return recording(original.bind(this) as Send)(command, ...rest);
+    };
+  }
+  return { lastClient: () => last };
+}
+
+type Send = (command: unknown, ...rest: unknown[]) => Promise<unknown>;
+
+function recording(original: Send): Send {
+  return async (command: unknown, ...rest: unknown[]) => {
     const trace = traceContext.getStore();
     if (!trace) return original(command, ...rest);
     const call: RecordedCall = {
@@ -143,4 +169,52 @@ export async function replay(doc: DynamoDBDocumentClient, commands: readonly unk
   const ms = performance.now() - started;
   const used = process.cpuUsage(cpu);
   return { ms, cpuUs: used.user + used.system, failures };
+}
+
+/**
+ * The best protocol a turn could have, on the turn's mirror session: one consistent Query (the
+ * turn's own; for a first turn, the same shape) and one conditional Put of the turn's record —
+ * the same items and sizes the turn read and wrote, nothing else. `syncHead` then makes the
+ * mirror's head a copy of the real one (outside any timing), so the next ideal reads what the
+ * next turn reads.
+ */
+export interface IdealTurn {
+  commands: [QueryCommand, PutCommand];
+  syncHead(doc: DynamoDBDocumentClient): Promise<void>;
+}
+
+const TURN_RECORD_SK = /^T#\d{8}$/;
+
+export function prepareIdeal(calls: readonly RecordedCall[]): IdealTurn {
+  let record: Record<string, unknown> | undefined;
+  let table: string | undefined;
+  for (const c of calls) {
+    const puts = c.name === 'PutCommand' ? [c.input] : c.name === 'TransactWriteCommand' ? (c.input.TransactItems as { Put?: Record<string, unknown> }[]).flatMap((t) => (t.Put ? [t.Put] : [])) : [];
+    for (const put of puts) {
+      const item = put.Item as Record<string, unknown>;
+      // the last write into a turn slot is the commit (a claim, when there is one, comes first)
+      if (typeof item.sk === 'string' && TURN_RECORD_SK.test(item.sk)) {
+        record = item;
+        table = put.TableName as string;
+      }
+    }
+  }
+  if (!record || !table) throw new Error('the turn wrote no turn record');
+  const pk = record.pk as string;
+  const runId = runIdOf(calls);
+  if (!runId) throw new Error('the turn names no session');
+  const mirror = mirrorId(runId);
+  const query = calls.find((c) => c.name === 'QueryCommand' && (c.input.ExpressionAttributeValues as Record<string, unknown> | undefined)?.[':pk'] === pk)?.input
+    ?? { TableName: table, KeyConditionExpression: 'pk = :pk AND begins_with(sk, :t)', ExpressionAttributeValues: { ':pk': pk, ':t': 'T#' }, ScanIndexForward: false, Limit: 3, ConsistentRead: true };
+  const onMirror = <T>(value: T) => rewrite(value, runId, mirror) as T;
+  return {
+    commands: [
+      new QueryCommand(onMirror(query) as never),
+      new PutCommand({ TableName: table, Item: onMirror(record), ConditionExpression: 'attribute_not_exists(pk)' }),
+    ],
+    async syncHead(doc) {
+      const { Item } = await doc.send(new GetCommand({ TableName: table, Key: { pk, sk: SESSION_HEAD_SK }, ConsistentRead: true }));
+      if (Item) await doc.send(new PutCommand({ TableName: table, Item: onMirror(Item) }));
+    },
+  };
 }

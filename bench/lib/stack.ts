@@ -1,6 +1,7 @@
 /**
  * The parent's side of the local stack: DynamoDB Local (or EASEL_DYNAMODB_ENDPOINT), the
- * table, and bench/stack-server.ts in a child process; turns over HTTP; replays over IPC.
+ * table, and bench/stack-server.ts in a child process; turns over HTTP; ideal protocols of
+ * recorded turns over IPC.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -66,11 +67,9 @@ export interface Stack {
   /** One turn over HTTP, recorded under `trace`. `turn` is 1-based. */
   turn(session: Session, trace: string): Promise<TurnOutcome>;
   summaries(traces: string[]): Promise<TraceSummary[]>;
-  replay(trace: string): Promise<ReplayResult>;
-  replaySessions(sessions: string[][]): Promise<{ ms: number; latencies: number[]; failures: number }>;
+  /** The ideal protocol of the turn recorded under `trace`, issued bare by the server's client. */
+  ideal(trace: string): Promise<ReplayResult>;
   forget(traces: string[]): Promise<void>;
-  /** The server process's CPU time so far (µs). */
-  cpu(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -80,22 +79,35 @@ export interface Session {
   done: number;
 }
 
+/** BENCH_PROFILE=<dir>: node flags that make a child write a V8 CPU profile to <dir>/<name>. */
+export function profileArgs(name: string): string[] {
+  const dir = process.env.BENCH_PROFILE;
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, name)}`] : [];
+}
+
 export function newTraceId(): string {
   return randomBytes(8).toString('hex');
 }
 
-export async function startStack(db: Database): Promise<Stack> {
+export interface StackOptions {
+  /** The DynamoDB endpoint the server uses instead of the database's own (a latency proxy). */
+  endpoint?: string;
+  /** Names the server's CPU profile directory under BENCH_PROFILE. @default 'stack' */
+  name?: string;
+}
+
+export async function startStack(db: Database, options: StackOptions = {}): Promise<Stack> {
   // the server's logs go to a file (as a Lambda's go to its log pipe), counted, then removed
   const logDir = mkdtempSync(join(tmpdir(), 'easel-bench-logs-'));
   const logFile = join(logDir, 'server.log');
   const logFd = openSync(logFile, 'w');
   const child: ChildProcess = fork(fileURLToPath(new URL('../stack-server.ts', import.meta.url)), [], {
     // BENCH_PROFILE=<dir> writes a V8 CPU profile of the server (open it in Chrome DevTools)
-    execArgv: ['--import', 'tsx', ...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [])],
+    execArgv: ['--import', 'tsx', ...profileArgs(options.name ?? 'stack')],
     stdio: ['ignore', logFd, 'inherit', 'ipc'],
     env: {
       ...process.env,
-      EASEL_DYNAMODB_ENDPOINT: db.endpoint,
+      EASEL_DYNAMODB_ENDPOINT: options.endpoint ?? db.endpoint,
       EASEL_DYNAMODB_TABLE: db.table,
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
       POWERTOOLS_SERVICE_NAME: 'easel',
@@ -161,12 +173,10 @@ export async function startStack(db: Database): Promise<Stack> {
       return { ms, status: res.status, body: parsed };
     },
     summaries: (traces) => rpc({ op: 'summary', traces }),
-    replay: (trace) => rpc({ op: 'replay', trace }),
-    replaySessions: (sessions) => rpc({ op: 'replaySessions', sessions }),
+    ideal: (trace) => rpc({ op: 'ideal', trace }),
     forget: async (traces) => {
       await rpc({ op: 'forget', traces });
     },
-    cpu: () => rpc({ op: 'cpu' }),
     async close() {
       if (child.exitCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve));
