@@ -25,7 +25,7 @@ import type { FormField } from './forms';
 import { isRecord } from './references';
 import { NEVER_ABORTED, parseRunInput, type RunInput } from './run-input';
 import { type CanvasState, dict, type PendingPrompt, readState, type RunStatus, STATE_VERSION, type TurnHistoryEntry } from './state';
-import { callCompleted, drive, type TurnCheckpoint, type TurnControl } from './turn-loop';
+import { callCompleted, drive, pausedCalls, type TurnCheckpoint, type TurnControl } from './turn-loop';
 
 export type { BeginRules, TurnUsage } from './canvas-core';
 export type { RunInput } from './run-input';
@@ -186,6 +186,9 @@ export class Canvas {
       } else if (resuming) {
         this.recordQuery(scope, request.query);
         applySubmission(core, targets, submission, request.query !== undefined);
+        // a component that paused mid-run runs again: the calls it had made are answered from their records
+        const earlier = pausedCalls(core, targets);
+        if (earlier.length > 0) core.replay = new CallReplay(earlier);
       } else {
         this.startPass(request.inputs ?? null);
         this.recordQuery(scope, request.query, true);
@@ -219,7 +222,10 @@ export class Canvas {
     core.usage = { ...checkpoint.usage };
     core.turnHistory = [...checkpoint.history];
     core.calls = new CallLog(checkpoint.calls ?? {});
-    core.replay = checkpoint.replay && checkpoint.replay.length > 0 ? new CallReplay(checkpoint.replay) : undefined;
+    // a checkpoint inside a batch holds every call of the batch so far (those a paused component
+    // had made and answered again among them); between batches, a paused component's calls are its own
+    const replay = checkpoint.replay && checkpoint.replay.length > 0 ? checkpoint.replay : pausedCalls(core, core.state.frontier);
+    core.replay = replay.length > 0 ? new CallReplay(replay) : undefined;
     core.batchStart = undefined;
     core.previousDue = undefined;
     try {

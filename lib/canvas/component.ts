@@ -93,6 +93,11 @@ export interface ComponentContext {
   readonly formValues: Readonly<Record<string, unknown>>;
   /** The form's timer fired: it runs without an answer. */
   readonly timedOut: boolean;
+  /**
+   * This invocation answers a pause the component requested (PauseRequest): the `data` it
+   * attached; the answer is in `formValues`. Undefined on any other invocation.
+   */
+  readonly resumed?: { readonly data: unknown };
   /** Deterministic across pauses: the generator's state is part of the run state. */
   random(): number;
   now(): number;

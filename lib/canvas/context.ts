@@ -150,6 +150,7 @@ export class NodeContext implements ComponentContext {
     private readonly events: EventQueue<CanvasEvent>,
     readonly formValues: Readonly<Record<string, unknown>>,
     readonly timedOut = false,
+    readonly resumed?: { readonly data: unknown },
   ) {
     const node = scope.workflow.node(id);
     this.componentId = id;
@@ -257,8 +258,12 @@ export class NodeContext implements ComponentContext {
     this.messageText = '';
   }
 
+  /** What this invocation added to the pass's references, in order (taken back if it pauses). */
+  readonly addedReferences: { chunks: readonly ReferenceChunk[]; docs: readonly ReferenceDocument[] }[] = [];
+
   addReference(chunks: readonly ReferenceChunk[], docs: readonly ReferenceDocument[]): void {
     if (chunks.length === 0 && docs.length === 0) return;
+    this.addedReferences.push({ chunks, docs });
     this.scope.state.retrieval = withAdded(this.scope.state.retrieval, chunks, docs);
   }
 

@@ -2,6 +2,7 @@
  * Typed errors of the engine. Every error that leaves `Canvas` is one of these, each with a
  * stable `code` (lib/errors.ts) that the HTTP layer maps to a status once (lib/http/errors.ts).
  */
+import type { FormField } from './forms';
 import { EaselError, type ErrorCode } from '../errors';
 
 export { EaselError, type ErrorCode } from '../errors';
@@ -97,6 +98,24 @@ export class TransientError extends EaselError {
 export class TurnInterruptedError extends TransientError {
   constructor(cause: unknown) {
     super('the turn was interrupted while keeping a checkpoint', { cause });
+  }
+}
+
+/**
+ * Thrown by a component that cannot go on before a person answers (an Agent's tool call that
+ * needs approval): the run pauses at the component with these fields, as at a form. The
+ * calls it completed are kept with the pause; when the answer comes the component runs again,
+ * those calls are answered from their records (`recordedCall`), and `ctx.resumed` holds `data`
+ * with the answer in `ctx.formValues`. Not an error of the run: a pause.
+ */
+export class PauseRequest extends Error {
+  constructor(
+    readonly fields: readonly FormField[],
+    readonly tips: string,
+    readonly data: unknown,
+  ) {
+    super('the component waits for a person to answer');
+    this.name = 'PauseRequest';
   }
 }
 

@@ -11,7 +11,10 @@ import { dict, type FormState } from './state';
 /** Normalised submission: per form node, the values of its own fields. */
 export type Submission = Map<string, Record<string, unknown>>;
 
+/** The fields a node asks: those of the pause it requested, else its form's. */
 export function fields(core: CanvasCore, id: string): FormField[] {
+  const pause = core.state.nodes[id]?.pause;
+  if (pause) return pause.fields;
   const node = core.workflow.node(id);
   return node.definition.form?.fields(node.params) ?? [];
 }
@@ -19,11 +22,13 @@ export function fields(core: CanvasCore, id: string): FormField[] {
 export function needsInput(core: CanvasCore, id: string): boolean {
   const node = core.workflow.node(id);
   const form = node.definition.form;
-  if (!form) return false;
-  if (core.beginRules === 'ragflow' && id === core.workflow.entryId) return false;
+  const paused = core.state.nodes[id]?.pause !== undefined;
+  if (!form && !paused) return false;
+  if (!paused && core.beginRules === 'ragflow' && id === core.workflow.entryId) return false;
   const state = formState(core, id);
   if (state.timedOut) return false;
-  const settled = !form.holdForOptional || state.submitted;
+  // a pause asks its optional fields once, as a form that holds for them does
+  const settled = paused ? state.submitted : !form?.holdForOptional || state.submitted;
   return fields(core, id).some((f) => !fieldSatisfied(f, state.values[f.key], settled));
 }
 

@@ -4,7 +4,9 @@
  * run that never stopped. It carries a schema version; older versions are upgraded on load.
  * The DSL is not part of it: a run is pinned to a workflow version stored elsewhere.
  */
+import type { CompletedCall } from './calls';
 import type { Outputs } from './component';
+import type { FormField } from './forms';
 import { StateVersionError } from './errors';
 import type { FieldView } from './events';
 import { readReference, type RunReference } from './run-references';
@@ -36,6 +38,17 @@ export interface NodeState {
   form?: FormState;
   /** When a container started its current run (epoch ms), for its node_finished. */
   since?: number;
+  /** The component asked a person mid-run (PauseRequest): what it asked, and the calls it had completed. */
+  pause?: NodePause;
+}
+
+export interface NodePause {
+  fields: FormField[];
+  tips: string;
+  /** The component's own, handed back as `ctx.resumed` with the answer. */
+  data: unknown;
+  /** The calls of the paused invocation, answered from here when it runs again. */
+  calls: CompletedCall[];
 }
 
 export type HistoryEntry = [role: 'user' | 'assistant', content: string];
@@ -131,6 +144,11 @@ export function readState(raw: unknown): CanvasState {
         bad(`nodes.${id}.form`);
       }
       restored.form = { values: toDict(f.values as Record<string, unknown>), submitted: f.submitted as boolean, ...(f.timedOut === true ? { timedOut: true } : {}) };
+    }
+    if (n.pause !== undefined) {
+      const p = n.pause as Record<string, unknown>;
+      if (!isPlainObject(p) || !Array.isArray(p.fields) || typeof p.tips !== 'string' || !Array.isArray(p.calls)) bad(`nodes.${id}.pause`);
+      restored.pause = { fields: p.fields as FormField[], tips: p.tips as string, data: p.data, calls: p.calls as CompletedCall[] };
     }
     nodes[id] = restored;
   }

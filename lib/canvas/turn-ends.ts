@@ -26,13 +26,17 @@ export async function* pause(core: CanvasCore, scope: RunScope, holding: readonl
   for (const id of holding) {
     const node = core.workflow.node(id);
     const form = formState(core, id);
-    const settled = !node.definition.form?.holdForOptional || form.submitted;
+    const paused = core.state.nodes[id]?.pause;
+    const settled = paused ? form.submitted : !node.definition.form?.holdForOptional || form.submitted;
     for (const f of fields(core, id)) {
-      if (fieldSatisfied(f, form.values[f.key], settled)) continue;
+      // a pause shows every field it asks, those with a value to keep or change too
+      if (!paused && fieldSatisfied(f, form.values[f.key], settled)) continue;
       inputs[f.key] = fieldView(f, form.values[f.key]);
     }
     const tipsOf = node.definition.form?.tips;
-    if (tipsOf) {
+    if (paused) {
+      if (paused.tips) tips.push(paused.tips);
+    } else if (tipsOf) {
       const ctx = new NodeContext(scope, id, new EventQueue(), form.values);
       const text = await tipsOf(node.params, ctx);
       if (text) tips.push(text);

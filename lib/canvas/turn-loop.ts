@@ -15,11 +15,13 @@ import type { CallRecord, CompletedCall } from './calls';
 import { type BatchStart, type CanvasCore, elapsedInPass, errorMessage, type Failure, seconds, setOutputs, type TurnUsage } from './canvas-core';
 import type { Outputs } from './component';
 import { NodeContext, nodeState, type RunScope } from './context';
-import { TransientError, TurnInterruptedError } from './errors';
+import { PauseRequest, TransientError, TurnInterruptedError } from './errors';
 import { EventQueue } from './event-queue';
 import { type CanvasEvent, event } from './events';
 import { arrive, needsInput } from './form-state';
-import type { CanvasState, TurnHistoryEntry } from './state';
+import { isEmptyValue } from './forms';
+import { hasReference, withAdded } from './run-references';
+import { type CanvasState, dict, type TurnHistoryEntry } from './state';
 import { abort, fail, finish, finished, finishedOrDeferred, flushDeferred, nodeInfo, pause, settle } from './turn-ends';
 
 /**
@@ -87,7 +89,12 @@ export interface TurnCounters {
 type NodeOutcome =
   | { kind: 'ok'; outputs?: Outputs; next?: readonly string[]; enterScope?: boolean; exitScope?: boolean }
   | { kind: 'error'; message: string }
-  | { kind: 'transient'; error: TransientError };
+  | { kind: 'transient'; error: TransientError }
+  /** The component asked a person (PauseRequest); `callsFrom` is where the turn's call log stood when it started. */
+  | { kind: 'pause'; request: PauseRequest; callsFrom: number };
+
+/** An outcome with what its invocation added to the pass's references. */
+type Invoked = NodeOutcome & { added: NodeContext['addedReferences'] };
 
 const NO_VALUES: Readonly<Record<string, unknown>> = Object.freeze({});
 
@@ -223,7 +230,10 @@ async function* runBatch(
     yield event('node_started', { ...nodeInfo(core, id, startedAt), inputs: null, thoughts: '' });
   }
   const queues = ids.map(() => new EventQueue<CanvasEvent>());
+  // a component that pauses runs again from the references as they were (its own additions come back with its replayed calls)
+  const referencesAtStart = core.state.retrieval === undefined ? undefined : structuredClone(core.state.retrieval);
   const outcomes = ids.map((id, i) => invoke(core, scope, id, queues[i] as EventQueue<CanvasEvent>));
+  const paused: string[] = [];
 
   const next: string[] = [];
   const exited: string[] = [];
@@ -231,9 +241,16 @@ async function* runBatch(
   let transient: TransientError | undefined;
   for (const [i, id] of ids.entries()) {
     yield* (queues[i] as EventQueue<CanvasEvent>).drain();
-    const outcome = await (outcomes[i] as Promise<NodeOutcome>);
+    const outcome = await (outcomes[i] as Promise<Invoked>);
     if (outcome.kind === 'transient') {
       transient ??= outcome.error;
+      continue;
+    }
+    if (outcome.kind === 'pause') {
+      // it stays scheduled, unfinished: the turn pauses at it once the batch is done
+      holdForAnswer(core, id, outcome.request, outcome.callsFrom);
+      paused.push(id);
+      next.push(id);
       continue;
     }
     const node = core.workflow.node(id);
@@ -257,6 +274,7 @@ async function* runBatch(
       continue;
     }
     if (outcome.outputs) setOutputs(core, id, outcome.outputs);
+    answered(core, id);
     if (outcome.exitScope && node.parentId !== undefined) {
       const container = node.parentId;
       yield* finishedOrDeferred(core, id, startedAt);
@@ -273,6 +291,13 @@ async function* runBatch(
     }
   }
   if (transient) throw transient;
+  if (paused.length > 0) {
+    const others = await Promise.all(outcomes.filter((_, i) => !paused.includes(ids[i] as string)));
+    let references = referencesAtStart;
+    for (const { added } of others) for (const { chunks, docs } of added) references = withAdded(references, chunks, docs);
+    if (references && hasReference(references)) core.state.retrieval = references;
+    else delete core.state.retrieval;
+  }
   return { next, exited, ...(failure ? { failure } : {}) };
 }
 
@@ -285,25 +310,56 @@ function successors(core: CanvasCore, id: string, chosen: readonly string[] | un
   return start === undefined ? [] : [start];
 }
 
-async function invoke(core: CanvasCore, scope: RunScope, id: string, queue: EventQueue<CanvasEvent>): Promise<NodeOutcome> {
+async function invoke(core: CanvasCore, scope: RunScope, id: string, queue: EventQueue<CanvasEvent>): Promise<Invoked> {
   const node = core.workflow.node(id);
   const form = core.state.nodes[id]?.form;
   const values = form?.values ?? NO_VALUES;
+  const callsFrom = core.calls.records.length;
+  const pause = core.state.nodes[id]?.pause;
+  // A container's node_finished comes when its body ends; keep when it began.
+  if (node.definition.container) nodeState(core.state, id).since = core.clock();
+  const ctx = new NodeContext(scope, id, queue, values, form?.timedOut === true, pause && form?.submitted ? { data: pause.data } : undefined);
+  const added = ctx.addedReferences;
   try {
-    // A container's node_finished comes when its body ends; keep when it began.
-    if (node.definition.container) nodeState(core.state, id).since = core.clock();
-    const ctx = new NodeContext(scope, id, queue, values, form?.timedOut === true);
     const result = await node.definition.invoke(node.params, ctx);
-    return { kind: 'ok', ...(result ?? {}) };
+    return { kind: 'ok', ...(result ?? {}), added };
   } catch (error) {
+    if (error instanceof PauseRequest) return { kind: 'pause', request: error, callsFrom, added };
     if (error instanceof TransientError) {
       error.componentId ??= id;
-      return { kind: 'transient', error };
+      return { kind: 'transient', error, added };
     }
-    return { kind: 'error', message: errorMessage(error) };
+    return { kind: 'error', message: errorMessage(error), added };
   } finally {
     queue.close();
   }
+}
+
+/**
+ * A component paused for a person: what it asks becomes its fields (presets shown), and the
+ * calls its invocation completed are kept for it to be answered from when it runs again.
+ */
+function holdForAnswer(core: CanvasCore, id: string, request: PauseRequest, callsFrom: number): void {
+  const path = core.workflow.containersOf(id);
+  const calls = core.calls.completedSince(callsFrom).filter((c) => c.record.component_id === id && c.record.path.join('/') === path.join('/'));
+  const ns = nodeState(core.state, id);
+  ns.pause = { fields: [...request.fields], tips: request.tips, data: request.data, calls };
+  const values = dict();
+  for (const f of request.fields) if (!isEmptyValue(f.value, f.type)) values[f.key] = f.value;
+  ns.form = { values, submitted: false };
+}
+
+/** A component that had paused ran to its end: its pause and answer are spent. */
+function answered(core: CanvasCore, id: string): void {
+  const ns = core.state.nodes[id];
+  if (!ns?.pause) return;
+  delete ns.pause;
+  delete ns.form;
+}
+
+/** The calls of the paused nodes among `ids`, for their invocations to be answered from when they run again. */
+export function pausedCalls(core: CanvasCore, ids: readonly string[]): CompletedCall[] {
+  return ids.flatMap((id) => core.state.nodes[id]?.pause?.calls ?? []);
 }
 
 function unique(ids: readonly string[]): string[] {

@@ -22,6 +22,7 @@
 import { z } from 'zod';
 import type { CompletedCall } from '../canvas/calls';
 import { type ComponentContext, type ComponentDefinition, type ComponentRegistry, defineComponent } from '../canvas/component';
+import { PauseRequest } from '../canvas/errors';
 import { isRecord } from '../canvas/references';
 import { TextStream } from '../canvas/text-stream';
 import type { ChatEvent, ChatMessage, ChatModel, ChatOptions, ToolCall, ToolSpec, Usage } from '../llm/types';
@@ -45,6 +46,7 @@ import {
   recordModelCall,
 } from './llm-params';
 import { citationPrompt } from '../knowledge/format';
+import { type ApprovalParam, approvalParam, decide, needsApproval, rejection } from './agent-approvals';
 import { citationInstructions, keepCited, wantsCitations } from './citations';
 import { type ComponentServices, mcpOf, modelsOf, toolsOf } from './services';
 
@@ -74,6 +76,8 @@ const baseAgentShape = z.looseObject({
     .transform((m) => m ?? []),
   /** Sent to its MCP servers besides their own headers (RAGFlow's `custom_header`). */
   custom_header: customHeaderSchema,
+  /** Easel's addition: the tool calls a person approves first (agent-approvals.ts). */
+  approval: approvalParam,
 });
 
 /** The params schema of an Agent whose tool entries may be sub-Agents or kinds of `tools`. */
@@ -180,7 +184,8 @@ async function invokeAgent(p: AgentParams, ctx: ComponentContext, registry: Tool
     const mcp = new McpSessions(() => mcpOf(ctx), { signal: ctx.signal, headers: p.custom_header });
     return closingMcp(runRounds(model, messages, p, { ctx, registry, signal: ctx.signal, path: [], next: 0, mcp, nested: new Map() }, trace), mcp);
   };
-  if (!schema && ctx.downstreamStreams && !ctx.handlesErrors) {
+  // a pause for an approval happens in invoke, not while a Message reads the stream
+  if (!schema && ctx.downstreamStreams && !ctx.handlesErrors && !asksApproval(p)) {
     const stream = new TextStream(run());
     return { outputs: { content: stream, use_tools: trace } };
   }
@@ -285,7 +290,11 @@ async function* runRounds(
     messages.push({ role: 'assistant', content: text, tool_calls: calls });
     const first = rounds.next;
     rounds.next += calls.length;
-    const results = await Promise.all(calls.map((call, i) => callOne(call, tools, rounds, first + i)));
+    // every call settles before the round goes on or stops: none may still run once the turn pauses
+    const settled = await Promise.allSettled(calls.map((call, i) => callOne(call, tools, rounds, first + i, { approval: p.approval, said: text })));
+    const failed = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as unknown);
+    if (failed.length > 0) throw failed.find((e) => !(e instanceof PauseRequest)) ?? failed[0];
+    const results = settled.map((r) => (r as PromiseFulfilledResult<string>).value);
     calls.forEach((call, i) => {
       const result = results[i] as string;
       const nested = rounds.nested.get(first + i);
@@ -305,6 +314,8 @@ function withSystemText(messages: ChatMessage[], text: string): void {
 interface BoundTool {
   spec: ToolSpec;
   tool: Tool;
+  /** The name of its entry in `tools` (or the MCP tool's own): what `approval` may list. */
+  entryName: string;
 }
 
 /**
@@ -314,10 +325,10 @@ interface BoundTool {
 async function bindTools(p: AgentParams, rounds: Rounds): Promise<BoundTool[]> {
   const entries = p.tools.map((entry, i) => {
     const tool = isSubAgent(entry) ? subAgentTool(entry, subAgentHost(rounds)) : createTool(entry, rounds.registry);
-    return { name: modelName(tool.name, i), tool };
+    return { name: modelName(tool.name, i), tool, entryName: entry.name };
   });
-  const mcp = p.mcp.length > 0 ? await rounds.mcp.tools(p.mcp, entries.length) : [];
-  return [...entries, ...mcp].map(({ name, tool }) => ({ tool, spec: { name, description: tool.description, parameters: tool.parameters } }));
+  const mcp = p.mcp.length > 0 ? (await rounds.mcp.tools(p.mcp, entries.length)).map((t) => ({ ...t, entryName: t.tool.name })) : [];
+  return [...entries, ...mcp].map(({ name, tool, entryName }) => ({ tool, entryName, spec: { name, description: tool.description, parameters: tool.parameters } }));
 }
 
 function createTool(entry: AgentToolEntry, registry: ToolRegistry): Tool {
@@ -345,9 +356,10 @@ function subAgentHost(rounds: Rounds) {
 /**
  * One call, its answer as the text for the model. Permanent failures go back to the model as
  * `error: ...` (RAGFlow hands a tool's exception to the model the same way); transient ones
- * fail the turn; a suspension fails the Agent, since it cannot wait for a person yet.
+ * fail the turn; a tool's own suspension fails the Agent, since it cannot wait for one yet. A
+ * call that needs approval waits for a person's decision first (agent-approvals.ts).
  */
-async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Rounds, ordinal: number): Promise<string> {
+async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Rounds, ordinal: number, gate: { approval: ApprovalParam; said: string }): Promise<string> {
   const bound = tools.find((t) => t.spec.name === call.name);
   if (!bound) return `error: there is no tool named ${call.name}`;
   const args = parseArguments(call.arguments);
@@ -362,7 +374,12 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
     recordUsage: (usage) => rounds.ctx.recordUsage(usage),
     get: (reference) => rounds.ctx.get(reference),
   };
-  const request = { tool: call.name, arguments: args };
+  let request = { tool: call.name, arguments: args };
+  if (needsApproval(gate.approval, { name: call.name, toolName: bound.tool.name, entryName: bound.entryName })) {
+    const decision = await decide(rounds.ctx, { name: call.name, toolName: bound.tool.name, args, request, ordinal, path: rounds.path, said: gate.said });
+    if (decision.decision === 'reject') return rejection(decision);
+    if (decision.arguments) request = { tool: call.name, arguments: decision.arguments };
+  }
   // a sub-Agent runs again, its own rounds and calls answered from their records; its record,
   // if the batch had completed it, is passed over once it has (it comes after theirs)
   const nested = bound.tool.nested === true;
@@ -370,10 +387,11 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
   let outcome: SettledOutcome;
   let passedOver = false;
   try {
-    outcome = replayed ?? (await callTool(bound.tool, args, ctx, rounds.registry, call.name));
+    outcome = replayed ?? (await callTool(bound.tool, request.arguments, ctx, rounds.registry, call.name));
     passedOver = nested && rounds.ctx.recordedCall({ kind: 'tool', name: call.name, request }) !== undefined;
   } catch (error) {
-    rounds.ctx.recordCall({ kind: 'tool', name: call.name, request, error: error instanceof Error ? error.message : String(error) });
+    // a sub-Agent that paused made no call of its own here: it runs again when answered
+    if (!(error instanceof PauseRequest)) rounds.ctx.recordCall({ kind: 'tool', name: call.name, request, error: error instanceof Error ? error.message : String(error) });
     throw error;
   }
   // a tool of another kind may hand back anything: only lists are taken
@@ -451,6 +469,11 @@ function parseArguments(text: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** This Agent or one of its sub-Agents has calls approved first. */
+function asksApproval(p: AgentParams): boolean {
+  return p.approval !== null || p.tools.filter(isSubAgent).some((t) => asksApproval(t.params));
 }
 
 function agentWindow(p: AgentParams): number {

@@ -5,7 +5,7 @@
  * for the model; a transient one is thrown so the turn fails as `unavailable`; a suspension
  * raised deeper (inside a sub-Agent) goes up as it is.
  */
-import { TransientError } from '../canvas/errors';
+import { PauseRequest, TransientError } from '../canvas/errors';
 import { isRecord } from '../canvas/references';
 import { OutboundError } from '../outbound/request';
 import { ToolError, ToolSuspendedError, ToolTimeoutError, ToolTransientError } from './errors';
@@ -106,7 +106,8 @@ function settle(outcome: unknown, tool = ''): SettledOutcome {
  * suspensions are thrown; anything else becomes a permanent `ToolError`.
  */
 function asToolError(error: unknown, tool: string): ToolError {
-  if (error instanceof TransientError || error instanceof ToolSuspendedError) throw error;
+  // a sub-Agent's call that waits for a person pauses the run, as the Agent's own would
+  if (error instanceof TransientError || error instanceof ToolSuspendedError || error instanceof PauseRequest) throw error;
   if (error instanceof OutboundError && error.transient) throw new ToolTransientError(`tool "${tool}": ${error.message}`, { cause: error });
   if (error instanceof ToolError) return error;
   const message = error instanceof Error ? error.message : 'the tool failed';

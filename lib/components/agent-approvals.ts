@@ -1,0 +1,122 @@
+/**
+ * Tool-call approvals of an Agent (Easel's addition, the Agent param `approval`: `"all"`, or the
+ * names of the tools that need one, as the model sees them or as their entries name them).
+ * Before such a call runs, the run pauses at the Agent (a PauseRequest) with the tool, its
+ * arguments and what the model said that round; the answer approves it (the arguments may be
+ * edited), or rejects it with a reason the model is told as the call's result.
+ *
+ * The next turn runs the Agent again: its model rounds and tool calls up to the pause are
+ * answered from the records kept with the pause, so none is made twice, and the decision is
+ * recorded as a call of its own (`{approval: <the call>}`), so a later pause of the same
+ * invocation replays it rather than asking again.
+ */
+import { z } from 'zod';
+import { requestHash } from '../canvas/calls';
+import type { ComponentContext } from '../canvas/component';
+import { PauseRequest } from '../canvas/errors';
+import type { FormField } from '../canvas/forms';
+import { isRecord } from '../canvas/references';
+
+export const approvalParam = z
+  .union([z.literal('all'), z.array(z.string().min(1).max(128)).max(64)])
+  .nullish()
+  .transform((v) => v ?? null);
+
+export type ApprovalParam = z.output<typeof approvalParam>;
+
+export type Decision = { decision: 'approve'; arguments: Record<string, unknown> | null; reason: string | null } | { decision: 'reject'; reason: string | null };
+
+/** What the pause keeps to know, when answered, which call it asked about. */
+interface PendingApproval {
+  tool: string;
+  request_hash: string;
+  ordinal: number;
+  path: number[];
+}
+
+/** The call about to be made, as `decide` needs it. */
+export interface GatedCall {
+  /** The name the model called it by (`<name>_<index>`). */
+  name: string;
+  /** The tool's own name. */
+  toolName: string;
+  args: Record<string, unknown>;
+  /** The call's request as the Agent records it. */
+  request: unknown;
+  ordinal: number;
+  path: readonly number[];
+  /** What the model said in the round that made the call. */
+  said: string;
+}
+
+/** Whether `approval` covers the call: by the name the model calls it, the tool's name, or its entry's. */
+export function needsApproval(approval: ApprovalParam, call: { name: string; toolName: string; entryName: string }): boolean {
+  if (approval === null) return false;
+  return approval === 'all' || [call.name, call.toolName, call.entryName].some((n) => approval.includes(n));
+}
+
+/**
+ * The person's decision on this call: from the turn's records when an earlier run of this
+ * invocation had it, else from the answer to the pause that asked about this very call;
+ * neither, the run pauses here to ask.
+ */
+export async function decide(ctx: ComponentContext, call: GatedCall): Promise<Decision> {
+  const asked = { approval: call.request };
+  const recorded = ctx.recordedCall({ kind: 'tool', name: call.name, request: asked });
+  if (recorded?.record.status === 'ok' && isDecision(recorded.record.result)) {
+    ctx.recordCall({ kind: 'tool', name: call.name, request: asked, result: recorded.record.result });
+    return recorded.record.result;
+  }
+  const pending: PendingApproval = { tool: call.name, request_hash: requestHash(asked), ordinal: call.ordinal, path: [...call.path] };
+  const resumed = isRecord(ctx.resumed?.data) ? (ctx.resumed.data.approval as PendingApproval | undefined) : undefined;
+  if (resumed && sameCall(resumed, pending)) {
+    const decision = decisionOf(ctx.formValues);
+    ctx.recordCall({ kind: 'tool', name: call.name, request: asked, result: decision });
+    await ctx.callCompleted();
+    return decision;
+  }
+  throw new PauseRequest(approvalFields(call.args), approvalTips(call), { approval: pending });
+}
+
+/** What the model is told of a rejected call. */
+export function rejection(decision: Decision): string {
+  return `The user rejected this tool call${decision.reason ? `: ${decision.reason}` : '.'} Do not make it again; go on without it.`;
+}
+
+function approvalFields(args: Record<string, unknown>): FormField[] {
+  return [
+    {
+      key: 'decision',
+      name: 'Decision',
+      type: 'options',
+      optional: false,
+      options: ['approve', 'reject'],
+      decisions: [
+        { id: 'approve', label: 'Approve' },
+        { id: 'reject', label: 'Reject' },
+      ],
+      value: null,
+    },
+    { key: 'arguments', name: 'Arguments', type: 'object', optional: true, description: 'The call is made with these; edit them before approving.', value: args },
+    { key: 'reason', name: 'Reason', type: 'line', optional: true, description: 'Told to the model when the call is rejected.', value: null },
+  ];
+}
+
+function approvalTips(call: GatedCall): string {
+  const said = call.said.trim();
+  return [`The agent wants to call ${call.toolName} with ${JSON.stringify(call.args)}. Approve or reject this call.`, ...(said ? [`It said: ${said}`] : [])].join('\n\n');
+}
+
+function decisionOf(values: Readonly<Record<string, unknown>>): Decision {
+  const reason = typeof values.reason === 'string' && values.reason.trim() !== '' ? values.reason.trim() : null;
+  if (values.decision !== 'approve') return { decision: 'reject', reason };
+  return { decision: 'approve', arguments: isRecord(values.arguments) ? values.arguments : null, reason };
+}
+
+function isDecision(value: unknown): value is Decision {
+  return isRecord(value) && (value.decision === 'approve' || value.decision === 'reject');
+}
+
+function sameCall(a: PendingApproval, b: PendingApproval): boolean {
+  return a.tool === b.tool && a.request_hash === b.request_hash && a.ordinal === b.ordinal && a.path.join('/') === b.path.join('/');
+}
