@@ -1,6 +1,8 @@
 /**
- * Tool-call approvals of an Agent (Easel's addition, the Agent param `approval`: `"all"`, or the
- * names of the tools that need one, as the model sees them or as their entries name them).
+ * Tool-call approvals of an Agent (Easel's addition, the Agent param `approval`: `"all"`, the
+ * names of the tools that need one (as the model sees them, as the tools or their entries name
+ * them), or per tool `true` or conditions on its arguments, e.g.
+ * `{"send_email": true, "refund": {"amount": {"gt": 100}}}`).
  * Before such a call runs, the run pauses at the Agent (a PauseRequest) with the tool, its
  * arguments and what the model said that round; the answer approves it (the arguments may be
  * edited), or rejects it with a reason the model is told as the call's result.
@@ -17,12 +19,43 @@ import { PauseRequest } from '../canvas/errors';
 import type { FormField } from '../canvas/forms';
 import { isRecord } from '../canvas/references';
 
+/**
+ * A condition on one argument of a call: every test given must hold. `matches` is a regular
+ * expression the argument's text must match; the number tests take numbers (or numeric text).
+ */
+const argumentCondition = z
+  .strictObject({
+    equals: z.unknown().optional(),
+    in: z.array(z.unknown()).max(100).optional(),
+    matches: z
+      .string()
+      .max(500)
+      .refine((r) => {
+        try {
+          new RegExp(r, 'u');
+          return true;
+        } catch {
+          return false;
+        }
+      }, 'must be a valid regular expression')
+      .optional(),
+    gt: z.number().optional(),
+    gte: z.number().optional(),
+    lt: z.number().optional(),
+    lte: z.number().optional(),
+  })
+  .refine((c) => Object.keys(c).length > 0, 'needs at least one test (equals, in, matches, gt, gte, lt, lte)');
+
+/** Per tool: `true` (every call), or conditions on its arguments, all of which make a call need approval. */
+const perTool = z.record(z.string().min(1).max(128), z.union([z.literal(true), z.record(z.string().min(1).max(128), argumentCondition)]));
+
 export const approvalParam = z
-  .union([z.literal('all'), z.array(z.string().min(1).max(128)).max(64)])
+  .union([z.literal('all'), z.array(z.string().min(1).max(128)).max(64), perTool])
   .nullish()
   .transform((v) => v ?? null);
 
 export type ApprovalParam = z.output<typeof approvalParam>;
+type ArgumentCondition = z.output<typeof argumentCondition>;
 
 export type Decision = { decision: 'approve'; arguments: Record<string, unknown> | null; reason: string | null } | { decision: 'reject'; reason: string | null };
 
@@ -49,10 +82,32 @@ export interface GatedCall {
   said: string;
 }
 
-/** Whether `approval` covers the call: by the name the model calls it, the tool's name, or its entry's. */
-export function needsApproval(approval: ApprovalParam, call: { name: string; toolName: string; entryName: string }): boolean {
+/**
+ * Whether `approval` covers the call: named by the name the model calls it, the tool's name or
+ * its entry's; with conditions, when its arguments meet all of them.
+ */
+export function needsApproval(approval: ApprovalParam, call: { name: string; toolName: string; entryName: string; args: Record<string, unknown> }): boolean {
   if (approval === null) return false;
-  return approval === 'all' || [call.name, call.toolName, call.entryName].some((n) => approval.includes(n));
+  if (approval === 'all') return true;
+  const names = [call.name, call.toolName, call.entryName];
+  if (Array.isArray(approval)) return names.some((n) => approval.includes(n));
+  const rule = names.map((n) => approval[n]).find((r) => r !== undefined);
+  if (rule === undefined) return false;
+  if (rule === true) return true;
+  return Object.entries(rule).every(([argument, condition]) => meets(call.args[argument], condition));
+}
+
+function meets(value: unknown, c: ArgumentCondition): boolean {
+  if (c.equals !== undefined && JSON.stringify(value) !== JSON.stringify(c.equals)) return false;
+  if (c.in !== undefined && !c.in.some((x) => JSON.stringify(x) === JSON.stringify(value))) return false;
+  if (c.matches !== undefined && !((typeof value === 'string' || typeof value === 'number') && new RegExp(c.matches, 'u').test(String(value)))) return false;
+  const bounds = [c.gt, c.gte, c.lt, c.lte].some((b) => b !== undefined);
+  if (bounds) {
+    const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN;
+    if (!Number.isFinite(n)) return false;
+    if ((c.gt !== undefined && !(n > c.gt)) || (c.gte !== undefined && !(n >= c.gte)) || (c.lt !== undefined && !(n < c.lt)) || (c.lte !== undefined && !(n <= c.lte))) return false;
+  }
+  return true;
 }
 
 /**

@@ -10,6 +10,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Canvas, compileWorkflow, type CanvasEvent } from '../../lib/canvas';
 import { createAgent } from '../../lib/components/agent';
+import { approvalParam, needsApproval } from '../../lib/components/agent-approvals';
+import { DslValidationError } from '../../lib/canvas';
 import { withComponents } from '../../lib/components';
 import { createToolRegistry } from '../../lib/tools/registry';
 import { tavilyTools } from '../../lib/tools/tavily';
@@ -141,5 +143,47 @@ describe('Agent tool-call approvals', () => {
     // a sub-Agent answers with the text of all its rounds
     expect(messages(turns[1]!)).toEqual(['Report: Searching the bridge first.Answer from 1 results: opened in 1932']);
     expect(canvas.serialize().status).toBe('completed');
+  });
+
+  it('with a condition on the arguments, ask only for the calls that meet it', async () => {
+    const before = mark();
+    const { turns, canvas } = await conversation(researcher({ tavily_search: { query: { matches: 'lighthouse' } } }), [{ decision: 'approve' }], true);
+    // the bridge search ran without asking; the lighthouse search waited
+    expect(pauseOf(turns[0]!)?.tips).toContain('{"query":"old lighthouse"}');
+    expect(since(before)).toEqual({ model: 3, tavily: 2 });
+    expect(canvas.serialize().status).toBe('completed');
+  });
+});
+
+describe('approval conditions', () => {
+  const call = (args: Record<string, unknown>, name = 'refund_0') => ({ name, toolName: 'refund', entryName: 'Refund', args });
+  const rule = (raw: unknown) => approvalParam.parse(raw);
+
+  it('name the tool by its model name, own name or entry name, and test its arguments', () => {
+    expect(needsApproval(rule(null), call({}))).toBe(false);
+    expect(needsApproval(rule('all'), call({}))).toBe(true);
+    for (const name of ['refund_0', 'refund', 'Refund']) expect(needsApproval(rule([name]), call({}))).toBe(true);
+    expect(needsApproval(rule(['other']), call({}))).toBe(false);
+    expect(needsApproval(rule({ Refund: true }), call({}))).toBe(true);
+    const over100 = rule({ refund: { amount: { gt: 100 } } });
+    expect([50, 100, 100.5, '250', 'many', undefined].map((amount) => needsApproval(over100, call({ amount })))).toEqual([false, false, true, true, false, false]);
+    const both = rule({ refund: { amount: { gte: 10, lt: 20 }, currency: { in: ['EUR', 'GBP'] } } });
+    expect(needsApproval(both, call({ amount: 10, currency: 'EUR' }))).toBe(true);
+    expect(needsApproval(both, call({ amount: 10, currency: 'USD' }))).toBe(false);
+    expect(needsApproval(rule({ refund: { to: { matches: '@example\\.com$' } } }), call({ to: 'ada@example.com' }))).toBe(true);
+    expect(needsApproval(rule({ refund: { to: { equals: 'x' } } }), call({ to: 'y' }))).toBe(false);
+  });
+
+  it('refuse, at compile time, a test that is not one, an empty condition and a bad regular expression, naming the field', () => {
+    for (const approval of [{ refund: { amount: { above: 100 } } }, { refund: { amount: {} } }, { refund: { to: { matches: '(' } } }, 'some']) {
+      let caught: unknown;
+      try {
+        compileWorkflow(researcher(approval), setup().registry);
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught, JSON.stringify(approval)).toBeInstanceOf(DslValidationError);
+      expect(JSON.stringify((caught as DslValidationError).problems)).toContain('obj.params');
+    }
   });
 });
