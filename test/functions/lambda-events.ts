@@ -3,8 +3,9 @@
  * and Function URL events as AWS sends them, a Lambda context, and a capture of what the
  * Powertools Logger and Metrics print (JSON lines on stdout/stderr) so tests stay quiet.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { APIGatewayProxyEventV2, Context, LambdaFunctionURLEvent } from 'aws-lambda';
+import { invocationContext as benchContext } from '../../bench/lib/lambda-events';
 
 export interface RequestOptions {
   key?: string;
@@ -74,23 +75,9 @@ export function functionUrlEvent(method: string, path: string, options: RequestO
   };
 }
 
-/** The context the Node.js runtime passes each invocation. */
+/** The context the Node.js runtime passes each invocation (the benchmark's, which drives the same handler). */
 export function invocationContext(functionName: string, timeoutMs = 29_000): Context {
-  const deadline = Date.now() + timeoutMs;
-  return {
-    callbackWaitsForEmptyEventLoop: true,
-    functionName,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:${REGION}:123456789012:function:${functionName}`,
-    memoryLimitInMB: '512',
-    awsRequestId: randomUUID(),
-    logGroupName: `/aws/lambda/${functionName}`,
-    logStreamName: `2026/01/01/[$LATEST]${randomBytes(16).toString('hex')}`,
-    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
-  };
+  return benchContext(functionName, timeoutMs);
 }
 
 /** Every JSON line written to stdout/stderr while `run` runs (and nothing reaches the terminal). */

@@ -67,6 +67,23 @@ async function newPage(context?: BrowserContext): Promise<Page> {
 
 const text = async (page: Page, selector: string) => ((await page.locator(selector).textContent()) ?? '').trim();
 
+/** Begin -> UserFillUp:Review (one field and two decisions) -> a Message for each decision. */
+function reviewWorkflow(tips: string, field: Record<string, unknown>, decisions: { id: string; label: string; says: string }[]) {
+  const key = Object.keys(field)[0] as string;
+  const components: Record<string, unknown> = {
+    begin: { obj: { component_name: 'Begin', params: { mode: 'conversational' } }, downstream: ['UserFillUp:Review'], upstream: [] },
+    'UserFillUp:Review': {
+      obj: { component_name: 'UserFillUp', params: { tips, inputs: field, decisions: decisions.map((d) => ({ id: d.id, label: d.label, to: `Message:${d.id}` })) } },
+      downstream: decisions.map((d) => `Message:${d.id}`),
+      upstream: ['begin'],
+    },
+  };
+  for (const d of decisions) {
+    components[`Message:${d.id}`] = { obj: { component_name: 'Message', params: { content: [`${d.says}: {UserFillUp:Review@${key}}`] } }, downstream: [], upstream: ['UserFillUp:Review'] };
+  }
+  return { components, globals: {}, variables: {} };
+}
+
 describe('the playground in Chromium', () => {
   it('completes the form-intake workflow: key, workflow, message, form, streamed answer', async () => {
     const wf = await createWorkflow('Form intake', fixture('form-intake'));
@@ -172,30 +189,10 @@ describe('the playground in Chromium', () => {
   });
 
   it('shows a decision as buttons: Enter in a field picks none, a click sends that decision and its branch runs', async () => {
-    const wf = await createWorkflow('Refund review', {
-      components: {
-        begin: { obj: { component_name: 'Begin', params: { mode: 'conversational' } }, downstream: ['UserFillUp:Review'], upstream: [] },
-        'UserFillUp:Review': {
-          obj: {
-            component_name: 'UserFillUp',
-            params: {
-              tips: 'Refund this order?',
-              inputs: { note: { name: 'Note', type: 'line', optional: true } },
-              decisions: [
-                { id: 'approve', label: 'Approve refund', to: 'Message:Yes' },
-                { id: 'reject', label: 'Reject', to: 'Message:No' },
-              ],
-            },
-          },
-          downstream: ['Message:Yes', 'Message:No'],
-          upstream: ['begin'],
-        },
-        'Message:Yes': { obj: { component_name: 'Message', params: { content: ['Refunded ({UserFillUp:Review@note})'] } }, downstream: [], upstream: ['UserFillUp:Review'] },
-        'Message:No': { obj: { component_name: 'Message', params: { content: ['Refused: {UserFillUp:Review@decision_label}'] } }, downstream: [], upstream: ['UserFillUp:Review'] },
-      },
-      globals: {},
-      variables: {},
-    });
+    const wf = await createWorkflow('Refund review', reviewWorkflow('Refund this order?', { note: { name: 'Note', type: 'line', optional: true } }, [
+      { id: 'approve', label: 'Approve refund', says: 'Refunded' },
+      { id: 'reject', label: 'Reject', says: 'Refused' },
+    ]));
     const page = await newPage();
     await page.goto(`${api.url}/playground/${wf}?key=${encodeURIComponent(api.adminKey)}`);
     await page.getByText(`Refund review (${wf})`).waitFor();
@@ -214,7 +211,7 @@ describe('the playground in Chromium', () => {
     expect(await form.isVisible()).toBe(true);
 
     await group.getByRole('button', { name: 'Reject' }).click();
-    await page.getByText('Refused: Reject').waitFor();
+    await page.getByText('Refused: damaged in transit').waitFor();
     expect(await page.locator('.entry.user').last().textContent()).toContain('Reject');
     const runId = await text(page, '#fact-run');
     const turns = await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns`);
@@ -224,30 +221,10 @@ describe('the playground in Chromium', () => {
   });
 
   it('answers a form through a form link, with no key anywhere in the page, once', async () => {
-    const wf = await createWorkflow('Link review', {
-      components: {
-        begin: { obj: { component_name: 'Begin', params: { mode: 'conversational' } }, downstream: ['UserFillUp:Review'], upstream: [] },
-        'UserFillUp:Review': {
-          obj: {
-            component_name: 'UserFillUp',
-            params: {
-              tips: 'Approve the trip to Porto?',
-              inputs: { reason: { name: 'Reason', type: 'paragraph', optional: false } },
-              decisions: [
-                { id: 'yes', label: 'Approve', to: 'Message:Yes' },
-                { id: 'no', label: 'Decline', to: 'Message:No' },
-              ],
-            },
-          },
-          downstream: ['Message:Yes', 'Message:No'],
-          upstream: ['begin'],
-        },
-        'Message:Yes': { obj: { component_name: 'Message', params: { content: ['Approved: {UserFillUp:Review@reason}'] } }, downstream: [], upstream: ['UserFillUp:Review'] },
-        'Message:No': { obj: { component_name: 'Message', params: { content: ['Declined: {UserFillUp:Review@reason}'] } }, downstream: [], upstream: ['UserFillUp:Review'] },
-      },
-      globals: {},
-      variables: {},
-    });
+    const wf = await createWorkflow('Link review', reviewWorkflow('Approve the trip to Porto?', { reason: { name: 'Reason', type: 'paragraph', optional: false } }, [
+      { id: 'yes', label: 'Approve', says: 'Approved' },
+      { id: 'no', label: 'Decline', says: 'Declined' },
+    ]));
     const first = await api.call('POST', `/workflows/v1/workflows/${wf}/execute`, { body: { run_input: { query: 'trip' } } });
     const link = await api.call('POST', `/workflows/v1/workflow-runs/${first.json.run_id}/form-links`, {});
     expect(link.status).toBe(201);
