@@ -10,6 +10,8 @@
  * field `decision`, and the run goes to that decision's `to` only. The outputs `decision` and
  * `decision_label` say which was taken. A timeout goes to `timeout_goto`, or else down the
  * downstream edges no decision names.
+ *
+ * `form_link` (Easel's addition) sends the form's link with the `turn.paused` webhook.
  */
 import { z } from 'zod';
 import { defineComponent } from '../canvas/component';
@@ -36,6 +38,13 @@ const params = z.looseObject({
   /** Easel's addition: wait this long for an answer, then go to `timeout_goto` (or on downstream). */
   timeout_seconds: z.number().int().min(1).max(366 * 86_400).nullish(),
   timeout_goto: z.union([z.string(), z.array(z.string())]).nullish().transform(idList),
+  /**
+   * Easel's addition: the form's link (a form link, answered without a key) goes with the
+   * `turn.paused` webhook of the turn that pauses here; `true`, or `{expires_in_seconds}`.
+   */
+  form_link: z
+    .union([z.literal(true), z.strictObject({ expires_in_seconds: z.number().int().min(60).max(30 * 86_400) })])
+    .nullish(),
   decisions: z
     .array(decision)
     .max(MAX_DECISIONS, `at most ${MAX_DECISIONS} decisions`)
@@ -44,6 +53,13 @@ const params = z.looseObject({
 });
 
 type Params = z.output<typeof params>;
+
+/** The lifetime of the link a UserFillUp asks to send when it pauses (its `form_link`); undefined: none. */
+export function formLinkSeconds(p: unknown, defaultSeconds: number): number | undefined {
+  const link = (p as Partial<Params> | undefined)?.form_link;
+  if (!link) return undefined;
+  return link === true ? defaultSeconds : link.expires_in_seconds;
+}
 
 function formFields(p: Params): FormField[] {
   const fields = toFormFields(p.inputs);

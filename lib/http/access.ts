@@ -24,7 +24,7 @@ import type { StoredFile } from '../store/files';
 import { NotFoundError } from '../store/errors';
 import type { Principal } from './auth';
 import { HttpError } from './errors';
-import { FORM_SUBJECT_MAX } from './form-links';
+import { formLinkTokens } from '../turns/form-links';
 
 /**
  * The server-signed tokens: one per run a public key started, one per upload made without a
@@ -41,7 +41,7 @@ export function accessTokens(serverKey: (purpose: string) => Promise<ServerKeySe
   return {
     runTokens: signedTokens(serverKey, 'run-token', 'rt1', now),
     fileTokens: signedTokens(serverKey, 'file-token', 'ft1', now),
-    formTokens: signedTokens(serverKey, 'form-link', 'fl1', now, { maxSubjectLength: FORM_SUBJECT_MAX }),
+    formTokens: formLinkTokens(serverKey, now),
   };
 }
 

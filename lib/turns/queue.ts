@@ -26,7 +26,11 @@ import { LeaseLostError, TurnInProgressError } from '../store/errors';
 import { webhookSecret } from '../store/tenants';
 import { type AsyncTurnOptions, type AsyncTurnOutcome, DEFAULT_HOLD_MS, runAsyncTurn, type WorkerProgress } from './async-turn';
 import { ACTOR_KINDS } from './actors';
-import { claimNextTurn, type TurnEngine, type TurnRequest } from './execute';
+import { formLinkSeconds } from '../components/user-fill-up';
+import type { SignedTokens } from '../secrets/signed-tokens';
+import { claimNextTurn, compiledVersion, type TurnEngine, type TurnRequest } from './execute';
+import { DEFAULT_LINK_SECONDS, pauseLink } from './form-links';
+import type { TurnResponse } from './response';
 import { RateLimitedError } from './quotas';
 
 export const QueueMessage = z
@@ -92,6 +96,8 @@ export interface QueueDeps {
   holdMs?: number;
   /** What becomes of a turn aborted midway (see AsyncTurnOptions). @default 'suspend': queued again */
   onAbort?: AsyncTurnOptions['onAbort'];
+  /** Form links for the `turn.paused` webhooks of forms that ask for them (UserFillUp `form_link`); absent: none are sent. */
+  formLinks?: { tokens: SignedTokens; baseUrl?: string };
 }
 
 export interface Delivery {
@@ -171,7 +177,10 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
       return report(deps, message, { kind: 'released', runId: outcome.runId, turn: outcome.turn, reason });
     }
     const r = outcome.result.response;
-    if (message.callback_url) await notify(deps, message, r.status === 'waiting_for_input' ? 'turn.paused' : `turn.${r.status}`, r);
+    if (message.callback_url) {
+      const paused = r.status === 'waiting_for_input';
+      await notify(deps, message, paused ? 'turn.paused' : `turn.${r.status}`, paused ? await withFormLink(deps, message.tenant, r) : r);
+    }
     return report(deps, message, { kind: 'done', runId: r.run_id, turn: r.turn_number, status: r.status, ...worked(outcome.progress) });
   } catch (error) {
     // a spent budget (of a message queued without a claim) ends: the message comes back later
@@ -211,6 +220,18 @@ function worked(progress: WorkerProgress | undefined): Worked {
     ...(progress.replayedCalls > 0 ? { calls_replayed: progress.replayedCalls } : {}),
     ...(progress.divergedCalls.length > 0 ? { calls_diverged: progress.divergedCalls } : {}),
   };
+}
+
+/** A paused turn's response, with the form's link when the form asks for it to be sent (`form_link`). */
+async function withFormLink(deps: QueueDeps, tenant: string, r: TurnResponse): Promise<TurnResponse | (TurnResponse & { form_link: unknown })> {
+  const componentId = r.next_input_hint?.component_id;
+  if (!deps.formLinks || !componentId) return r;
+  const workflow = await compiledVersion(deps.engine, tenant, r.workflow_id, r.version);
+  const node = workflow.nodes.get(componentId);
+  const seconds = node ? formLinkSeconds(node.params, DEFAULT_LINK_SECONDS) : undefined;
+  if (seconds === undefined) return r;
+  const link = await pauseLink(deps.formLinks.tokens, { tenant, workflowId: r.workflow_id, runId: r.run_id, turn: r.turn_number, pausedAt: r.created_at, seconds }, deps.formLinks.baseUrl);
+  return { ...r, form_link: link };
 }
 
 async function notify(deps: QueueDeps, message: QueueMessage, event: string, payload: unknown): Promise<void> {

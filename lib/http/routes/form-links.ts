@@ -20,13 +20,11 @@ import { describeRun, type RunSummary } from '../../turns/runs';
 import { checkRunRequest, mayReachRun } from '../access';
 import type { App, AppDeps, AppEnv } from '../app';
 import { HttpError, validationHook } from '../errors';
-import { DEFAULT_LINK_SECONDS, FORM_TOKEN_HEADER, type FormLink, MAX_LINK_SECONDS, MIN_LINK_SECONDS, mintFormLink, readFormLink } from '../form-links';
+import { DEFAULT_LINK_SECONDS, FORM_TOKEN_HEADER, type FormLink, MAX_LINK_SECONDS, MIN_LINK_SECONDS, pauseLink, readFormLink } from '../../turns/form-links';
 import { ErrorSchema } from '../schemas';
 import { checkFieldSizes } from './execute';
 
 export const FORM_LINK_PATH = '/workflows/v1/form-link';
-/** Where the hosted form page is, below the form base URL; the token goes in the fragment. */
-export const FORM_PAGE_PATH = '/playground/form';
 
 const json = (schema: z.ZodType, description: string) => ({ description, content: { 'application/json': { schema } } });
 const errors = {
@@ -100,16 +98,11 @@ export function registerFormLinkRoutes(app: App, deps: AppDeps): void {
       if (file) throw new HttpError('invalid_request', `the form has a file field ("${file[0]}"), and uploads need a key: answer it through the API`, { field: `inputs.${file[0]}` });
       const seconds = body.expires_in_seconds ?? DEFAULT_LINK_SECONDS;
       // counted from the pause, so a retried request gets the same link
-      const expiresAt = Math.floor(Date.parse(run.updated_at) / 1000) + seconds;
-      if (expiresAt * 1000 <= (deps.engine.clock ?? Date.now)()) {
+      const link = await pauseLink(deps.access.formTokens, { tenant: principal.tenant, workflowId: run.workflow_id, runId, turn: run.turn_number, pausedAt: run.updated_at, seconds }, deps.formBaseUrl ?? deps.publicUrl);
+      if (Date.parse(link.expires_at) <= (deps.engine.clock ?? Date.now)()) {
         throw new HttpError('invalid_request', `the run has waited longer than ${seconds} seconds: ask for a longer lifetime`, { field: 'expires_in_seconds' });
       }
-      const { token, link } = await mintFormLink(deps.access.formTokens, { tenant: principal.tenant, workflowId: run.workflow_id, runId, turn: run.turn_number, expiresAt });
-      const base = deps.formBaseUrl ?? deps.publicUrl ?? '';
-      return c.json(
-        { url: `${base}${FORM_PAGE_PATH}#${token}`, token, link_id: link.linkId, run_id: runId, turn_number: link.turn, expires_at: new Date(expiresAt * 1000).toISOString() },
-        201,
-      );
+      return c.json(link, 201);
     },
   );
 }

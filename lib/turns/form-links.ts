@@ -12,9 +12,12 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { SignedTokens } from '../secrets/signed-tokens';
+import type { ServerKeySet } from '../secrets/server-keys';
+import { type SignedTokens, signedTokens } from '../secrets/signed-tokens';
 
 export const FORM_TOKEN_HEADER = 'easel-form-token';
+/** The hosted form page, below the form base URL; the token goes in the fragment. */
+export const FORM_PAGE_PATH = '/playground/form';
 
 /** A link lives 7 days unless asked otherwise, 30 at most. */
 export const DEFAULT_LINK_SECONDS = 7 * 86_400;
@@ -44,6 +47,26 @@ const Subject = z.object({
 
 /** Subjects grow with the tenant's and workflow's ids: allowed up to this many characters. */
 export const FORM_SUBJECT_MAX = 600;
+
+/** The tokens of form links, under the server key of their own purpose. */
+export function formLinkTokens(serverKey: (purpose: string) => Promise<ServerKeySet>, now: () => number = Date.now): SignedTokens {
+  return signedTokens(serverKey, 'form-link', 'fl1', now, { maxSubjectLength: FORM_SUBJECT_MAX });
+}
+
+/** The URL of the page that answers a link: `<base>/playground/form#<token>` (a path when there is no base). */
+export function formPageUrl(baseUrl: string | undefined, token: string): string {
+  return `${baseUrl ?? ''}${FORM_PAGE_PATH}#${token}`;
+}
+
+/**
+ * The link to the form a run paused at after `turn`, counted `seconds` from `pausedAt` (ISO):
+ * the same pause and lifetime give the same link.
+ */
+export async function pauseLink(tokens: SignedTokens, pause: { tenant: string; workflowId: string; runId: string; turn: number; pausedAt: string; seconds: number }, baseUrl?: string) {
+  const expiresAt = Math.floor(Date.parse(pause.pausedAt) / 1000) + pause.seconds;
+  const { token, link } = await mintFormLink(tokens, { tenant: pause.tenant, workflowId: pause.workflowId, runId: pause.runId, turn: pause.turn, expiresAt });
+  return { url: formPageUrl(baseUrl, token), token, link_id: link.linkId, run_id: pause.runId, turn_number: pause.turn, expires_at: new Date(expiresAt * 1000).toISOString() };
+}
 
 export function formLinkId(link: Omit<FormLink, 'linkId'>): string {
   return createHash('sha256').update(JSON.stringify([link.tenant, link.workflowId, link.runId, link.turn, link.expiresAt])).digest('hex').slice(0, 20);
