@@ -24,6 +24,7 @@ import { errorResponse, HttpError, INTERNAL_ERROR, validationHook } from './erro
 import { endUserRoutes } from './routes/end-users';
 import { registerExecuteRoutes } from './routes/execute';
 import { registerFileRoutes } from './routes/files';
+import { registerForkRoutes } from './routes/forks';
 import { FORM_LINK_PATH, formLinkRoutes, registerFormLinkRoutes } from './routes/form-links';
 import { DOCUMENT_UPLOAD_PATH, knowledgeBaseRoutes } from './routes/knowledge-bases';
 import { registerKeyRoutes } from './routes/keys';
@@ -172,6 +173,7 @@ export function createApp(deps: AppDeps): App {
   registerWorkflowRoutes(app, deps);
   registerExecuteRoutes(app, deps, limits);
   registerRunRoutes(app, deps);
+  registerForkRoutes(app, deps);
   registerFileRoutes(app, deps);
   registerFormLinkRoutes(app, deps);
   app.route('/workflows/v1/secrets', secretRoutes(deps));

@@ -81,6 +81,8 @@ export interface SessionHead {
   fingerprint?: string;
   /** When this copy of the head was read or created (epoch ms): see turn-slot.ts `checkRead`. */
   readAt?: number;
+  /** The run and turn this run was forked from (forks.ts). */
+  forkedFrom?: { runId: string; turn: number };
 }
 
 /** What one turn stored: the state after it and what it said. */
@@ -242,7 +244,7 @@ export async function getHead(ctx: StoreContext, tenant: string, id: string): Pr
       TableName: ctx.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :t)',
       ExpressionAttributeValues: { ':pk': keys.session(tenant, id), ':t': TURN_PREFIX },
-      ProjectionExpression: 'pk, sk, kind, tenant, id, workflow_id, version, #status, #turn, user_id, dl, src, created_at, updated_at, #ttl, due_at, ik, fp, claim_token, claim_expires, claim_async, claim_owner, cancel_at, deleted_at',
+      ProjectionExpression: 'pk, sk, kind, tenant, id, workflow_id, version, #status, #turn, user_id, dl, src, created_at, updated_at, #ttl, due_at, ik, fp, ff, claim_token, claim_expires, claim_async, claim_owner, cancel_at, deleted_at',
       ExpressionAttributeNames: { '#status': 'status', '#turn': 'turn', '#ttl': 'ttl' },
       ScanIndexForward: false,
       Limit: 3,
@@ -514,7 +516,7 @@ export async function listTurns(ctx: StoreContext, tenant: string, id: string, a
  * `r`, calls `c`), or, in records written before it, an attribute each. `blobs` must hold the
  * wanted parts' blobs (`<part>b`).
  */
-function partsOf(item: Record<string, unknown>, wanted: readonly string[], blobs: ReadonlyMap<string, string>): Record<string, unknown> {
+export function partsOf(item: Record<string, unknown>, wanted: readonly string[], blobs: ReadonlyMap<string, string>): Record<string, unknown> {
   if (item.p instanceof Uint8Array) return decodeParts(item.p, wanted, blobs);
   const out: Record<string, unknown> = {};
   for (const part of wanted) if (item[part] instanceof Uint8Array) out[part] = decode(item[part] as Uint8Array, blobs);
@@ -544,6 +546,7 @@ function headItem(h: SessionHead): Record<string, unknown> {
     ...(h.dueAt != null ? { due_at: h.dueAt, gsi2pk: 'DUE', gsi2sk: dueSortKey(h.dueAt, h.tenant, h.id) } : {}),
     ...(h.keyHash ? { ik: h.keyHash } : {}),
     ...(h.fingerprint ? { fp: h.fingerprint } : {}),
+    ...(h.forkedFrom ? { ff: { r: h.forkedFrom.runId, n: h.forkedFrom.turn } } : {}),
   };
 }
 
@@ -567,14 +570,19 @@ export function toHead(item: Record<string, unknown>): SessionHead {
     listedStatus: item.status as string,
     ...(typeof item.ik === 'string' ? { keyHash: item.ik } : {}),
     ...(typeof item.fp === 'string' ? { fingerprint: item.fp } : {}),
+    ...(isForkLink(item.ff) ? { forkedFrom: { runId: item.ff.r, turn: item.ff.n } } : {}),
   };
+}
+
+function isForkLink(v: unknown): v is { r: string; n: number } {
+  return typeof v === 'object' && v !== null && typeof (v as { r?: unknown }).r === 'string' && typeof (v as { n?: unknown }).n === 'number';
 }
 
 export function dueSortKey(dueAt: number, tenant: string, id: string): string {
   return `${String(dueAt).padStart(15, '0')}#${tenant}#${id}`;
 }
 
-function toTurn(item: Record<string, unknown>): TurnRecord {
+export function toTurn(item: Record<string, unknown>): TurnRecord {
   return {
     turn: turnFromSk(item.sk as string),
     status: item.status as string,

@@ -28,6 +28,8 @@ export interface RunSummary {
   /** When the armed form timer fires (ISO), if one is. */
   timer_due_at: string | null;
   user_id: string | null;
+  /** The run and turn this run was forked from; null for a run that was started. */
+  forked_from: { run_id: string; turn_number: number } | null;
   created_at: string;
   updated_at: string;
 }
@@ -53,6 +55,7 @@ export async function describeRun(engine: TurnEngine, tenant: string, runId: str
     timer_due_at: canvas.prompt?.due_at !== undefined ? new Date(canvas.prompt.due_at).toISOString() : null,
     has_background_work: canvas.status === 'waiting_for_input' && canvas.prompt?.due_at !== undefined,
     user_id: head.userId,
+    forked_from: head.forkedFrom ? { run_id: head.forkedFrom.runId, turn_number: head.forkedFrom.turn } : null,
     created_at: head.createdAt,
     updated_at: head.updatedAt,
   };

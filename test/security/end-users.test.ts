@@ -157,6 +157,7 @@ const RUN_PROBES: Probe[] = [
   { route: 'POST /workflows/v1/workflows/{wf}/runs/{run}/pump-companions', method: 'POST', path: (id) => `/workflows/v1/workflows/${wf}/runs/${id}/pump-companions`, names: 'run' },
   { route: 'DELETE /workflows/v1/workflow-runs/{run}', method: 'DELETE', path: (id) => `/workflows/v1/workflow-runs/${id}`, names: 'run' },
   { route: 'POST /workflows/v1/workflow-runs/{run}/form-links', method: 'POST', path: (id) => `/workflows/v1/workflow-runs/${id}/form-links`, body: () => ({}), names: 'run' },
+  { route: 'POST /workflows/v1/workflow-runs/{run}/fork', method: 'POST', path: (id) => `/workflows/v1/workflow-runs/${id}/fork`, body: () => ({ turn_number: 1 }), names: 'run' },
   // answer, stop, answer asynchronously, answer streaming, answer with a key
   { route: 'POST /workflows/v1/workflows/{wf}/execute', method: 'POST', path: () => `/workflows/v1/workflows/${wf}/execute`, body: (id) => ({ run_id: id, turn_number: 1, run_input: { inputs: { name: 'Mallory', age: 30, plan: 'pro' } } }), names: 'run' },
   { route: 'POST /workflows/v1/workflows/{wf}/execute', method: 'POST', path: () => `/workflows/v1/workflows/${wf}/execute`, body: (id) => ({ run_id: id, run_input: { command: 'stop' } }), names: 'run' },

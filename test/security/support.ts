@@ -129,6 +129,7 @@ export const ROUTES: readonly Route[] = [
   { method: 'POST', path: '/workflows/v1/workflows/{wf}/runs/{run}/pump-companions', api: 'native' },
   { method: 'GET', path: '/workflows/v1/workflow-runs/{run}/turns', api: 'native' },
   { method: 'POST', path: '/workflows/v1/workflow-runs/{run}/form-links', api: 'native' },
+  { method: 'POST', path: '/workflows/v1/workflow-runs/{run}/fork', api: 'native' },
   { method: 'GET', path: '/workflows/v1/workflow-runs/{run}/turns/{n}', api: 'native' },
   { method: 'GET', path: '/workflows/v1/workflow-runs/{run}/turns/{n}/events', api: 'native' },
   { method: 'POST', path: '/workflows/v1/files', api: 'native' },
