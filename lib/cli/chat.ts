@@ -61,17 +61,20 @@ export async function printedTurn(client: EaselClient, workflowId: string, body:
     if (frame.event === 'message' || frame.event.startsWith('workflow_')) spin.stop();
     printer.onEvent(frame);
   };
+  let run: RunState;
   try {
-    if (how === 'async') {
-      return await client.asyncTurn(workflowId, body, onEvent, (accepted) => {
+    run = how === 'async'
+      ? await client.asyncTurn(workflowId, body, onEvent, (accepted) => {
         notes.write(`· turn ${accepted.turn_number} is running in the server's worker (run ${accepted.run_id}); following it\n`);
-      });
-    }
-    return await client.turn(workflowId, body, onEvent);
+      })
+      : await client.turn(workflowId, body, onEvent);
   } finally {
     spin.stop();
     printer.end();
   }
+  // a stand-in answered in place of a model: said beside its answers
+  if (run.stand_in) notes.write(`· note: answered by the ${run.stand_in.model} stand-in, not a language model (${run.stand_in.component_ids.join(', ')}). ${run.stand_in.notice}\n`);
+  return run;
 }
 
 const RELOADING = new Set(['turn_conflict', 'turn_in_progress', 'not_waiting_for_input', 'run_finished']);

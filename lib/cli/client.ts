@@ -69,6 +69,8 @@ export interface RunState {
   next_input_hint: InputHint | null;
   events?: { event: string; data: unknown }[];
   error?: unknown;
+  /** A stand-in (the echo model) answered in place of a model this turn. */
+  stand_in?: { model: string; component_ids: string[]; notice: string };
 }
 
 export interface ExecuteBody {

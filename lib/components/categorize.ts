@@ -10,14 +10,19 @@
  * `---- Real Data ----` then `USER: "..." | ASSISTANT: "..." | USER: "<query>" →`, for the
  * model to complete with a name. The history window counts exchanges (a window of 1 is the
  * last answer and the query). As in RAGFlow, the classification prompt replaces any
- * `sys_prompt` in the DSL.
+ * `sys_prompt` in the DSL. Decided by the echo stand-in, its outputs carry `stand_in` saying the
+ * pick is not a real classification.
  */
 import { z } from 'zod';
 import { defineComponent } from '../canvas/component';
 import { valueToText } from '../canvas/references';
 import { checkTargets, checkVariable, idList } from './checks';
 import { completeCounted, llmParamsShape, samplingOptions } from './llm-params';
+import { ECHO_MODEL_ID } from '../llm/echo';
 import { modelsOf } from './services';
+
+/** Said in a Categorize's outputs when the echo stand-in decided it. */
+export const ECHO_CLASSIFICATION_NOTICE = 'not a real classification: the echo stand-in answered, and it repeats the prompt, which names every category';
 
 const category = z.looseObject({
   description: z.string().nullish(),
@@ -71,7 +76,9 @@ export const categorize = defineComponent({
     );
     const chosen = pickCategory(text, names);
     const next = p.category_description[chosen]?.to ?? [];
-    return { outputs: { category_name: chosen, _next: next }, next };
+    // the echo stand-in repeats the prompt, which names every category: its pick means nothing
+    const standIn = model.id === ECHO_MODEL_ID ? { stand_in: ECHO_CLASSIFICATION_NOTICE } : {};
+    return { outputs: { category_name: chosen, _next: next, ...standIn }, next };
   },
 });
 

@@ -46,7 +46,7 @@ import { canvasOptions, compiled, resolveWorkflow, withHistory } from './compile
 import { resolveFileInputs } from './files';
 import { abortedBy, tracked, turnSignal } from './lifecycle';
 import { checkTurnQuota, countTurn, RateLimitedError, runQuotaApplies, takeRunQuota } from './quotas';
-import { buildResponse } from './response';
+import { buildResponse, standInOf } from './response';
 import { derivedRunId, fingerprintOf, keyedTurn, keyHashOf, normalizedRequest, resolveKey } from './turn-keys';
 import { leaseOf, type Prepared, ttlOf, type TurnEngine, type TurnRequest, type TurnResult } from './turn-engine';
 
@@ -459,6 +459,7 @@ export async function commitCanvas(
   const { canvas, head } = prepared;
   const turn = claim?.turn ?? head.turn + 1;
   const state = canvas.serialize();
+  const standIn = standInOf(canvas.lastTurnCalls.records);
   const response = buildResponse({
     runId: head.id,
     workflowId: head.workflowId,
@@ -471,6 +472,7 @@ export async function commitCanvas(
     events,
     usage: canvas.lastTurnUsage,
     createdAt: new Date(now(engine)).toISOString(),
+    ...(standIn ? { standIn } : {}),
   });
   const body = JSON.stringify(response);
   await request.hooks?.beforeCommit?.();

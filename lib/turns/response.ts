@@ -3,7 +3,8 @@
  * are merged (one `message` event per message with its whole content), so stored events do not
  * grow with the number of chunks the model sent.
  */
-import type { CanvasEvent, FieldView, RunStatus, TurnUsage } from '../canvas';
+import type { CallRecord, CanvasEvent, FieldView, RunStatus, TurnUsage } from '../canvas';
+import { ECHO_MODEL_ID } from '../llm/echo';
 
 /** What the run waits for: the form's component, its tips and the fields still needed. */
 export interface NextInputHint {
@@ -34,6 +35,25 @@ export interface TurnResponse {
   usage: TurnUsage;
   events: CanvasEvent[];
   created_at: string;
+  /**
+   * Present when a stand-in answered in place of a model this turn (the `echo` model, the
+   * default when none is configured): which, for which components, and what that means.
+   */
+  stand_in?: StandIn;
+}
+
+export interface StandIn {
+  model: 'echo';
+  component_ids: string[];
+  notice: string;
+}
+
+export const ECHO_STAND_IN_NOTICE = 'the echo stand-in answered in place of a language model: it repeats its prompt, so these answers, classifications and tool calls are not a model\'s. Configure a model (EASEL_LLM_BASE_URL and EASEL_LLM_DEFAULT_MODEL) for real answers.';
+
+/** The stand-in that answered model calls of this turn, from its call records; undefined when none did. */
+export function standInOf(records: readonly CallRecord[]): StandIn | undefined {
+  const ids = [...new Set(records.filter((r) => r.kind === 'model' && r.name === ECHO_MODEL_ID).map((r) => r.component_id))];
+  return ids.length > 0 ? { model: 'echo', component_ids: ids, notice: ECHO_STAND_IN_NOTICE } : undefined;
 }
 
 export function mergeMessageDeltas(events: readonly CanvasEvent[]): CanvasEvent[] {
@@ -68,6 +88,7 @@ export function buildResponse(args: {
   events: readonly CanvasEvent[];
   usage: TurnUsage;
   createdAt: string;
+  standIn?: StandIn;
 }): TurnResponse {
   const end = args.events.at(-1);
   return {
@@ -90,6 +111,7 @@ export function buildResponse(args: {
     usage: args.usage,
     events: mergeMessageDeltas(args.events),
     created_at: args.createdAt,
+    ...(args.standIn ? { stand_in: args.standIn } : {}),
   };
 }
 

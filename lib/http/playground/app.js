@@ -19,7 +19,7 @@
 /** @typedef {{event: string, data: any}} EngineEvent */
 /**
  * What a turn's response and a run's description have in common.
- * @typedef {{run_id: string, workflow_id?: string, status: string, turn_number: number, is_terminal?: boolean, turn_in_progress?: number | null, next_input_hint: Hint | null}} RunState
+ * @typedef {{run_id: string, workflow_id?: string, status: string, turn_number: number, is_terminal?: boolean, turn_in_progress?: number | null, next_input_hint: Hint | null, stand_in?: {model: string, component_ids: string[], notice: string}}} RunState
  */
 /** @typedef {{code: string, error: string, current_turn_number?: number | null, status?: string, fields?: {field: string, message: string}[]}} ApiErrorBody */
 /** @typedef {{turn_number: number, request?: {run_input?: {query?: string, inputs?: Record<string, unknown>, command?: string}}, response: {events?: EngineEvent[], status?: string, turn_number?: number}}} StoredTurn */
@@ -295,7 +295,7 @@ function answersBubble(rows) {
   return h('li', { class: 'entry user' }, [h('span', { class: 'who', text: 'You answered' }), rows.length ? list : h('p', { class: 'text muted', text: '(nothing)' })]);
 }
 
-/** @param {string} text @param {'info' | 'error' | 'done'} [kind] */
+/** @param {string} text @param {'info' | 'error' | 'done' | 'warn'} [kind] */
 function note(text, kind = 'info') {
   return addEntry(h('li', { class: `entry note note-${kind}`, text }));
 }
@@ -513,6 +513,8 @@ async function runTurn(runInput, userEntry) {
     if (committed) {
       view.timeline('turn_response', `${committed.status} · turn ${committed.turn_number}`, 'end');
       state.shownTurn = committed.turn_number;
+      // a stand-in answered in place of a model: said where the answer is read
+      if (committed.stand_in) note(`Answered by the ${committed.stand_in.model} stand-in, not a language model (${committed.stand_in.component_ids.join(', ')}): ${committed.stand_in.notice}`, 'warn');
       applyRunState(committed);
       if (committed.status === 'completed') note(`Completed (turn ${committed.turn_number}).`, 'done');
       return { ok: true };
