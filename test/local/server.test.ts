@@ -202,12 +202,14 @@ describe('npm start on its own DynamoDB Local (--in-memory)', () => {
     const triage = JSON.parse(await readFile(join(EXAMPLES_DIR, 'support-triage.json'), 'utf8'));
     const wf = (await api(server.url, ADMIN_KEY, 'POST', '/workflows/v1/workflows', { name: 'queued triage', dsl: triage.dsl })).json.id as string;
     const queued = await api(server.url, ADMIN_KEY, 'POST', '/workflows/v1/local/turn-queue', { workflow_id: wf, run_input: { query: 'where is my shipping?' }, idempotency_key: 'nightly:2026-11-30' });
-    expect(queued).toEqual({ status: 202, json: { queued: true } });
+    expect(queued).toEqual({ status: 202, json: { queued: true, run_id: expect.stringMatching(/^[0-9a-f]{32}$/) } });
     // the in-process worker logs every message it handled
     const handled = new RegExp(`^\\[easel\\] queued turn done .*"workflow_id":"${wf}"`);
     await server.logged(handled, 1);
     const runs: { items: { run_id: string; status: string }[] } = (await api(server.url, ADMIN_KEY, 'GET', `/workflows/v1/workflow-runs?workflow_id=${wf}`)).json;
     expect(runs.items.map((r) => r.status)).toEqual(['completed']);
+    // the run the queue named
+    expect(runs.items[0]?.run_id).toBe(queued.json.run_id);
     const turn = await api(server.url, ADMIN_KEY, 'GET', `/workflows/v1/workflow-runs/${runs.items[0]?.run_id}/turns/1`);
     expect(messages(turn.json.response)).toMatch(/^\[shipping\]/);
     // the same message again (a duplicate delivery): absorbed by its idempotency key
