@@ -1,5 +1,5 @@
 /**
- * `easel chat <workflow>`: a conversation in the terminal. Messages stream as the server sends
+ * `npx easel chat <workflow>`: a conversation in the terminal. Messages stream as the server sends
  * them (a spinner runs until the first one, on a TTY only); when the run pauses, its form is
  * asked field by field; a turn answered elsewhere (409) reloads the run and goes on from there.
  * Ends at the end of input (Ctrl-D, end of a pipe), at /quit, or when the run is finished.
@@ -103,8 +103,9 @@ export async function chat(client: EaselClient, workflowId: string, options: { r
       if (run && run.status === 'waiting_for_input' && run.next_input_hint) {
         const form = await askForm(run.next_input_hint, lines, out, (path) => client.upload(path));
         if (form.kind === 'ended') {
-          io.stderr.write(`chat: the input ended before the form was complete; run ${run.run_id} waits at turn ${run.turn_number} (continue with: easel chat ${workflow.id} --run-id ${run.run_id})\n`);
-          return 1;
+          // Ctrl-D at a form: nothing was sent, the run waits; how to come back is the last word
+          out.write(`\nThe form was not sent; run ${run.run_id} waits at turn ${run.turn_number}. Continue with: npx easel chat ${workflow.id} --run-id ${run.run_id}\n`);
+          return 0;
         }
         if (form.kind === 'inputs') body = { ...at, run_input: { inputs: form.inputs } };
         text = form.kind === 'command' ? form.command : '';
@@ -122,6 +123,11 @@ export async function chat(client: EaselClient, workflowId: string, options: { r
         if (text === '/new') {
           run = null;
           out.write('New run: your next message starts it.\n');
+          continue;
+        }
+        if (text === '/stop' && run?.status !== 'waiting_for_input') {
+          // a finished pass has nothing to stop: a stop would only add a cancelled turn
+          out.write(run ? `Nothing to stop: run ${run.run_id} is ${run.status.replaceAll('_', ' ')}. /new starts a new run, /quit ends.\n` : 'Nothing to stop: no run has started.\n');
           continue;
         }
         body = text === '/stop' && run ? { ...at, run_input: { command: 'stop' } } : { ...at, run_input: { query: text } };

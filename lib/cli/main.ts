@@ -14,7 +14,7 @@ import { chat, printedTurn } from './chat';
 import { CliError, EaselClient, type ExecuteBody, type RunState } from './client';
 import { type Io, table } from './terminal';
 
-export const USAGE = `usage: easel <command> [options]
+export const USAGE = `usage: npx easel <command> [options]   (in this repository; \`easel\` where the package is installed)
 
 Workflows (admin key):
   workflows create <file.json|-> [--name <name>] [--description <text>] [--drop-unsupported-tools]
@@ -193,7 +193,7 @@ async function dispatch(argv: readonly string[], io: Io): Promise<number> {
     }
     case 'keys revoke': {
       const [id] = args(1, 'a key id') as [string];
-      if (!/^[0-9a-f]{16}$/.test(id)) throw usage(`"${id}" is not a key id (16 hex characters; "easel keys list" shows them)`);
+      if (!/^[0-9a-f]{16}$/.test(id)) throw usage(`"${id}" is not a key id (16 hex characters; "npx easel keys list" shows them)`);
       await client(values, io).json('DELETE', `/workflows/v1/keys/${id}`, undefined, `key "${id}"`);
       out(`Revoked ${id} (servers that cached it may accept it for up to 30 s more).`);
       return 0;
@@ -299,7 +299,7 @@ async function runOnce(api: EaselClient, workflowId: string, values: Values, io:
       io.stderr.write(`${hint.tips ? `The workflow asks: ${hint.tips}\n` : 'The workflow asks:\n'}`);
       for (const line of table(fields.map(([key, f]) => [`  ${key}`, f.name, `${f.type}${f.type === 'options' ? `: ${(f.options ?? []).join(' | ')}` : ''}${f.optional ? ' (optional)' : ''}`]))) io.stderr.write(`${line}\n`);
       const example = Object.fromEntries(fields.filter(([, f]) => !f.optional).map(([key, f]) => [key, exampleValue(f.type, f.options)]));
-      io.stderr.write(`Answer with: easel run ${workflowId} --run-id ${result.run_id} --turn ${result.turn_number} --inputs '${JSON.stringify(example)}'\n`);
+      io.stderr.write(`Answer with: npx easel run ${workflowId} --run-id ${result.run_id} --turn ${result.turn_number} --inputs '${JSON.stringify(example)}'\n`);
     }
   }
   return result.status === 'failed' || result.status === 'aborted_looping_risk' ? 1 : 0;

@@ -127,9 +127,19 @@ describe('easel chat', () => {
     expect(stopped.code).toBe(0);
     expect(stopped.stdout).toContain('Summary: /stop\nthe run was cancelled\n· turn 2: cancelled\nThe run has finished (cancelled).\n');
 
+    // Ctrl-D at a form: nothing sent, a clean end with the way back
     const cut = await easel(['chat', wf], 'report\nBroken lamp\n');
-    expect(cut.code).toBe(1);
-    expect(cut.stderr).toMatch(/the input ended before the form was complete; run [0-9a-f]{32} waits at turn 1 \(continue with: easel chat wf_\w+ --run-id [0-9a-f]{32}\)/);
+    expect(cut.code).toBe(0);
+    expect(cut.stderr).toBe('');
+    expect(cut.stdout).toMatch(/The form was not sent; run [0-9a-f]{32} waits at turn 1\. Continue with: npx easel chat wf_\w+ --run-id [0-9a-f]{32}\n$/);
+  });
+
+  it('has nothing to stop on a finished pass: it says so and the run stays as it is', async () => {
+    const wf = await createWorkflow('Greeter', { components: { begin: { obj: { component_name: 'Begin', params: { mode: 'conversational' } }, downstream: ['Message:Hi'], upstream: [] }, 'Message:Hi': { obj: { component_name: 'Message', params: { content: ['hi there'] } }, downstream: [], upstream: ['begin'] } }, globals: {}, variables: {} });
+    const done = await easel(['chat', wf], 'hello\n/stop\n/quit\n');
+    expect(done.code).toBe(0);
+    expect(done.stdout).toMatch(/Nothing to stop: run [0-9a-f]{32} is completed\. \/new starts a new run, \/quit ends\.\n/);
+    expect(done.stdout).toMatch(/Bye\. Run [0-9a-f]{32} is at turn 1 \(completed\)\./);
   });
 });
 
@@ -143,7 +153,7 @@ describe('easel run and workflows list', () => {
     expect(first.stderr).toMatch(/plan +Plan +options: free \| pro/);
     expect(first.stderr).toMatch(/newsletter +Newsletter +boolean \(optional\)/);
     const runId = /^run ([0-9a-f]{32})/.exec(first.stderr)?.[1] as string;
-    expect(first.stderr).toContain(`Answer with: easel run ${wf} --run-id ${runId} --turn 1 --inputs '{"name":"...","age":0,"plan":"free"}'`);
+    expect(first.stderr).toContain(`Answer with: npx easel run ${wf} --run-id ${runId} --turn 1 --inputs '{"name":"...","age":0,"plan":"free"}'`);
 
     const second = await easel(['run', wf, '--run-id', runId, '--turn', '1', '--inputs', '{"name": "Ada", "age": 36, "plan": "free"}']);
     expect(second.stdout).toBe('Welcome Ada (36), plan free; city .\n');

@@ -143,7 +143,7 @@ describe('messages and usage', () => {
       const io: Io = { stdin: Readable.from([]), stdout, stderr, env };
       return { code: await main(argv, io), stdout: stdout.text(), stderr: stderr.text() };
     };
-    expect(await run(['--help'])).toMatchObject({ code: 0, stdout: expect.stringContaining('usage: easel <command>') });
+    expect(await run(['--help'])).toMatchObject({ code: 0, stdout: expect.stringContaining('usage: npx easel <command>') });
     expect(await run([])).toMatchObject({ code: 2, stderr: expect.stringContaining('no command given') });
     expect(await run(['workflows', 'list', '--query', 'x'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--query does not go with "workflows list"') });
     expect(await run(['run', 'wf', '--inputs', '[1]'], { EASEL_API_KEY: 'k'.repeat(20) })).toMatchObject({ code: 2, stderr: expect.stringContaining('--inputs must be a JSON object') });
