@@ -86,7 +86,7 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
     return await dispatch(argv, io);
   } catch (error) {
     if (!(error instanceof CliError)) throw error;
-    io.stderr.write(error.exitCode === 2 && error.message.includes('usage: easel') ? `easel: ${error.message}\n` : `easel: ${error.message}\n`);
+    io.stderr.write(`easel: ${error.message}\n`);
     return error.exitCode;
   }
 }

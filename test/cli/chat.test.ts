@@ -107,7 +107,7 @@ describe('easel chat', () => {
     expect(run.json).toMatchObject({ status: 'completed', turn_number: 2 });
   });
 
-  it('uploads a file given as a path, and stops with code 1 when the input ends inside a form', async () => {
+  it('uploads a file given as a path, and ends cleanly when the input ends inside a form', async () => {
     const wf = await createWorkflow('All fields', ALL_FIELDS);
     const dir = mkdtempSync(join(tmpdir(), 'easel-cli-'));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
