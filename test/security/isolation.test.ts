@@ -563,8 +563,8 @@ describe('an execute key', () => {
       ['GET', '/workflows/v1/embed-secrets'],
       ['DELETE', '/workflows/v1/embed-secrets/emb_0123456789abcdef'],
       ['DELETE', '/workflows/v1/end-users/visitor-a'],
-      // deleting is neither reading nor running (README: execute keys "only read and run the
-      // workflows they list, and may upload files")
+      // deleting is neither reading nor running (docs/access.md: deleting a run or a file needs
+      // an admin key)
       ['DELETE', `/workflows/v1/workflow-runs/${A.run}`],
       ['DELETE', `/workflows/v1/files/${A.file}`],
       // knowledge bases are managed, never run: admin keys only, reading included
@@ -691,7 +691,7 @@ describe('a revoked key', () => {
       c.close();
       await cached.close();
     }
-    // the default window is the README's 30 seconds
+    // the default window is the 30 seconds of EASEL_AUTH_CACHE_MS (docs/configuration.md)
     let now = 5_000_000;
     const auth = createAuthenticator(engine.store, { now: () => now });
     const secret = `ek_${hex(40)}`;

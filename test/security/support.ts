@@ -97,7 +97,7 @@ export interface Route {
   admin?: boolean;
 }
 
-/** Every route of the app: the README's tables, the playground page and its assets. */
+/** Every route of the app: the route tables of docs/native-api.md, docs/ragflow-api.md and docs/mcp.md, the playground page and its assets. */
 export const ROUTES: readonly Route[] = [
   { method: 'GET', path: '/health', api: 'public' },
   { method: 'GET', path: '/openapi.json', api: 'public' },
