@@ -1,7 +1,8 @@
 /**
  * Configuration from the environment: the only module that reads `process.env`, used by
- * `functions/` and `lib/local`. Every variable starts with `EASEL_` and is documented in the
- * README; an empty value counts as unset. Problems are reported together, naming the variable.
+ * `functions/` and `lib/local`. Every variable starts with `EASEL_` and is documented in
+ * docs/configuration.md; an empty value counts as unset. Problems are reported together,
+ * naming the variable.
  */
 import { DEFAULT_STEP_BUDGET_RUN, DEFAULT_STEP_BUDGET_TURN } from './canvas/canvas';
 import { checkLlmSettings, type LlmSettings } from './llm/models';
