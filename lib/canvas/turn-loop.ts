@@ -255,6 +255,8 @@ async function* runBatch(
     }
     const node = core.workflow.node(id);
     const pass = core.state.pass as NonNullable<CanvasState['pass']>;
+    // ran to its end, well or not: a pause it had asked is spent
+    answered(core, id);
     if (outcome.kind === 'error') {
       const policy = node.exception;
       if (policy.method === 'goto' && policy.goto.length > 0) {
@@ -274,7 +276,6 @@ async function* runBatch(
       continue;
     }
     if (outcome.outputs) setOutputs(core, id, outcome.outputs);
-    answered(core, id);
     if (outcome.exitScope && node.parentId !== undefined) {
       const container = node.parentId;
       yield* finishedOrDeferred(core, id, startedAt);
@@ -349,7 +350,7 @@ function holdForAnswer(core: CanvasCore, id: string, request: PauseRequest, call
   ns.form = { values, submitted: false };
 }
 
-/** A component that had paused ran to its end: its pause and answer are spent. */
+/** A component that had paused ran to its end (or failed): its pause and answer are spent. */
 function answered(core: CanvasCore, id: string): void {
   const ns = core.state.nodes[id];
   if (!ns?.pause) return;

@@ -145,6 +145,20 @@ describe('Agent tool-call approvals', () => {
     expect(canvas.serialize().status).toBe('completed');
   });
 
+  it('leave no pause behind when the Agent fails after the answer', async () => {
+    const { registry, services } = setup();
+    const workflow = compileWorkflow(researcher(), registry);
+    const canvas = Canvas.create(workflow, { seed: 3, clock: steppingClock(), services });
+    await turn(canvas, { query: 'Tell me about the harbour.' });
+    expect(canvas.serialize().nodes['Agent:Research']?.pause).toBeDefined();
+    // the round after the approved search is refused for good by the provider
+    model.enqueue({ kind: 'status', status: 400, message: 'bad request' });
+    const events = await turn(canvas, { inputs: { decision: 'approve' } });
+    expect(events.at(-1)?.event).toBe('workflow_failed');
+    expect(canvas.serialize().nodes['Agent:Research']?.pause).toBeUndefined();
+    expect(canvas.serialize().nodes['Agent:Research']?.form).toBeUndefined();
+  });
+
   it('with a condition on the arguments, ask only for the calls that meet it', async () => {
     const before = mark();
     const { turns, canvas } = await conversation(researcher({ tavily_search: { query: { matches: 'lighthouse' } } }), [{ decision: 'approve' }], true);
