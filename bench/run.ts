@@ -209,7 +209,7 @@ async function main(): Promise<number> {
     row('2. quotas on: extra round trips per turn', writes?.quotas.extraRoundTrips, '', null),
     row('2. quotas on: extra WRU per turn', writes?.quotas.extraWcu, '', null),
     row('2. quotas on: extra RRU per turn', writes?.quotas.extraRcu, '', null),
-    row('3. CPU per turn, LangGraph.js / Easel', cpu?.ratio, '>= 5', (v) => v >= 5),
+    row('3. CPU per turn, LangGraph.js / Easel', cpu?.ratio, '>= 20', (v) => v >= 20),
     row('4. JS loaded at init, KB over the floor, max', cold?.initKbOverFloorMax, '<= 400', (v) => v <= 400),
     row('4. module init / floor, max', cold?.initRatioMax, '<= 1.5', (v) => v <= 1.5),
     row('5. handler CPU / its bare SDK calls, p50', handlerCpu?.ratio, '', null),
