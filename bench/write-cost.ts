@@ -29,14 +29,9 @@ export interface WriteCostOptions {
   quotaTurns: number;
 }
 
-export interface TurnCost {
+/** One checkpoint turn's meter reading, and the same conversation stored RAGFlow's way. */
+export interface TurnCost extends Omit<Meter, 'calls'> {
   turn: number;
-  wcuReported: number;
-  wcuFromSizes: number;
-  rcuReported: number;
-  rcuFromSizes: number;
-  bytesWritten: number;
-  roundTrips: number;
   ragflowBytes: number;
 }
 
