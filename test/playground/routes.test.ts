@@ -58,6 +58,16 @@ describe('the playground page', () => {
     expect(css.headers.get('cache-control')).toBe('no-cache');
   });
 
+  it('is where the server root leads, and has a tab icon', async () => {
+    const root = await fetch(`${plain.url}/`, { redirect: 'manual' });
+    expect(root.status).toBe(302);
+    expect(root.headers.get('location')).toBe('/playground');
+    const icon = await plain.call('GET', '/favicon.ico', { key: null });
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get('content-type')).toBe('image/svg+xml');
+    expect(icon.text).toMatch(/^<svg /);
+  });
+
   it('uses the configured frame-ancestors', async () => {
     const res = await open.call('GET', '/playground/wf1', { key: null });
     expect(res.headers.get('content-security-policy')).toContain("frame-ancestors 'self' https://*.example.com");

@@ -102,6 +102,8 @@ export const ROUTES: readonly Route[] = [
   { method: 'GET', path: '/health', api: 'public' },
   { method: 'GET', path: '/openapi.json', api: 'public' },
   { method: 'GET', path: '/playground', api: 'public' },
+  { method: 'GET', path: '/', api: 'public' },
+  { method: 'GET', path: '/favicon.ico', api: 'public' },
   { method: 'GET', path: '/playground/', api: 'public' },
   { method: 'GET', path: '/playground/{wf}', api: 'public' },
   { method: 'GET', path: '/playground/assets/app.js', api: 'public' },

@@ -1,6 +1,6 @@
 /**
  * The playground: a page served by the app itself (`GET /playground`, `GET /playground/{id}`
- * for one workflow, embeddable in an iframe) that talks to the native API with the key the
+ * for one workflow, embeddable in an iframe; `GET /` leads there, `/favicon.ico` is its icon) that talks to the native API with the key the
  * user enters. The page and its assets need no key; every API call it makes carries one.
  * Also CORS for browsers on other origins (EASEL_CORS_ORIGINS) and the page's CSP
  * `frame-ancestors` (EASEL_FRAME_ANCESTORS).
@@ -26,6 +26,8 @@ const loadAssets = () => (assets ??= import('./assets.generated').then((m) => m.
 const CORS_ALLOW_HEADERS = ['authorization', 'content-type', 'accept', 'idempotency-key', 'prefer', 'last-event-id', 'easel-run-token', 'easel-end-user-token'];
 const CORS_EXPOSE_HEADERS = ['retry-after', 'easel-run-token', 'location'];
 const WORKFLOW_ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** The tab icon: an easel, as SVG (browsers take SVG at /favicon.ico by its content type). */
+const FAVICON = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect x="7" y="4" width="18" height="14" rx="2" fill="#2f6fdb"/><path d="M16 18v10M10 28l4-10M22 28l-4-10" stroke="#444" stroke-width="2.5" stroke-linecap="round"/></svg>';
 
 /** The page's own policy: it loads only its two assets and talks only to its own origin. */
 export function pageCsp(frameAncestors: readonly string[]): string {
@@ -82,6 +84,11 @@ export function registerPlayground(app: App, deps: Pick<AppDeps, 'corsOrigins' |
   app.get('/playground/form', async (c) => page(c, 'assets/', (await loadAssets()).formHtml));
   // document base "/" for /playground, "/playground/" below it
   app.get('/playground', (c) => page(c, 'playground/assets/'));
+  // a browser opening the server's root gets the playground, and its tab an icon
+  app.get('/', (c) => c.redirect('/playground', 302));
+  app.get('/favicon.ico', (c) =>
+    c.body(FAVICON, 200, { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=86400', 'x-content-type-options': 'nosniff' }),
+  );
   app.get('/playground/', (c) => page(c, 'assets/'));
   app.get('/playground/:workflow_id', (c) => {
     if (!WORKFLOW_ID.test(c.req.param('workflow_id'))) return c.json({ code: 'not_found', error: 'no such route' }, 404);
