@@ -305,6 +305,8 @@ describe('the playground in Chromium', () => {
     expect(await text(b, '#fact-turn')).toBe('2');
     expect(await b.locator('form.form').count()).toBe(0);
     expect(await b.locator('.entry.failed').filter({ hasText: 'Bob' }).textContent()).toContain('not sent');
+    // A's answers, read back, are named by the form's labels
+    expect(await b.locator('.entry.user').filter({ hasText: 'Ada' }).last().textContent()).toContain('Full name');
 
     const turns = await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns`);
     expect(turns.json.items.map((t: { turn_number: number }) => t.turn_number)).toEqual([1, 2]);

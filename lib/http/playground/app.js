@@ -594,11 +594,14 @@ async function reloadRun(runId = state.run?.runId) {
       ui.select.value = run.workflow_id;
     }
     let cursor = state.shownTurn > 0 ? String(state.shownTurn) : '';
+    /** the form the previous turn paused at: its labels name the next turn's answers @type {Record<string, Field> | undefined} */
+    let asked = state.shownTurn > 0 ? state.run?.hint?.inputs : undefined;
     for (let page = 0; page < 50; page++) {
       const turns = await getJson(`/workflow-runs/${encodeURIComponent(runId)}/turns?limit=100${cursor ? `&cursor=${cursor}` : ''}`);
       for (const t of /** @type {StoredTurn[]} */ (turns.items)) {
         if (t.turn_number <= state.shownTurn) continue;
-        showStoredTurn(t);
+        showStoredTurn(t, asked);
+        asked = [...(t.response.events ?? [])].reverse().find((e) => e.event === 'user_inputs')?.data?.inputs;
         state.shownTurn = t.turn_number;
       }
       if (!turns.next_cursor) break;
@@ -613,11 +616,22 @@ async function reloadRun(runId = state.run?.runId) {
   }
 }
 
-/** A committed turn read back: what was sent, then its events. @param {StoredTurn} t */
-function showStoredTurn(t) {
+/**
+ * A committed turn read back: what was sent, then its events. Answers are named by the labels
+ * of the form they answered (`asked`, from the turn before), as they were when sent.
+ * @param {StoredTurn} t @param {Record<string, Field>} [asked]
+ */
+function showStoredTurn(t, asked) {
   const input = t.request?.run_input ?? {};
   if (typeof input.query === 'string' && input.query !== '') userBubble(input.query);
-  if (input.inputs && typeof input.inputs === 'object') addEntry(answersBubble(Object.entries(input.inputs).map(([k, v]) => [k, display(v)])));
+  if (input.inputs && typeof input.inputs === 'object') {
+    const rows = Object.entries(input.inputs).map(([key, value]) => {
+      const field = asked?.[key];
+      const chosen = field?.decisions?.find((d) => d.id === value);
+      return /** @type {[string, string]} */ ([field?.name || key, chosen ? chosen.label : display(value)]);
+    });
+    addEntry(answersBubble(rows));
+  }
   if (input.command === 'stop') note('Stop requested.');
   const view = new TurnView(t.turn_number, false);
   for (const e of t.response.events ?? []) view.onEvent(e.event, e.data);
