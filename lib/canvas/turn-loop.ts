@@ -230,8 +230,9 @@ async function* runBatch(
     yield event('node_started', { ...nodeInfo(core, id, startedAt), inputs: null, thoughts: '' });
   }
   const queues = ids.map(() => new EventQueue<CanvasEvent>());
-  // a component that pauses runs again from the references as they were (its own additions come back with its replayed calls)
-  const referencesAtStart = core.state.retrieval === undefined ? undefined : structuredClone(core.state.retrieval);
+  // a component that pauses runs again from the references as they were (its own additions come
+  // back with its replayed calls); references are replaced, never changed in place: no copy needed
+  const referencesAtStart = core.state.retrieval;
   const outcomes = ids.map((id, i) => invoke(core, scope, id, queues[i] as EventQueue<CanvasEvent>));
   const paused: string[] = [];
 
