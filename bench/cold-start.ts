@@ -14,7 +14,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
-import { bundleFunctions, inertDeps, lambdaBuildOptions, reachable } from '../scripts/bundle-functions';
+import { bundleFunctions, lambdaBuildOptions, openapiDocument, reachable } from '../scripts/bundle-functions';
 import { writeZip } from '../scripts/zip';
 import { fmt, heading, median, ratio, shuffle, table, verdict } from './lib/stats';
 import { readZip } from './lib/zip';
@@ -95,11 +95,7 @@ export async function coldStart(options: ColdStartOptions): Promise<ColdStartRes
   const dir = await mkdtemp(join(tmpdir(), 'easel-bench-bundle-'));
   try {
     const started = performance.now();
-    const openapi = async () => {
-      const { createApp, openapiDocumentOf } = await import('../lib/http/app');
-      return openapiDocumentOf(createApp(inertDeps()));
-    };
-    const bundled = await bundleFunctions(join(dir, 'out'), openapi);
+    const bundled = await bundleFunctions(join(dir, 'out'), openapiDocument);
     const bundleMs = performance.now() - started;
     const metafile = JSON.parse(await readFile(join(dir, 'out', 'metafile.json'), 'utf8')) as Metafile;
 

@@ -144,7 +144,7 @@ export function inertDeps(): { engine: never; auth: never } {
 }
 
 /** The OpenAPI document of the app, as `GET /openapi.json` would generate it. */
-async function openapiDocument(): Promise<unknown> {
+export async function openapiDocument(): Promise<unknown> {
   const { createApp, openapiDocumentOf } = await import('../lib/http/app');
   return openapiDocumentOf(createApp(inertDeps()));
 }

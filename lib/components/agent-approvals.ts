@@ -18,6 +18,7 @@ import type { ComponentContext } from '../canvas/component';
 import { PauseRequest } from '../canvas/errors';
 import type { FormField } from '../canvas/forms';
 import { isRecord } from '../canvas/references';
+import { decisionField } from './form-fields';
 
 /**
  * A condition on one argument of a call: every test given must hold. `matches` is a regular
@@ -140,18 +141,10 @@ export function rejection(decision: Decision): string {
 
 function approvalFields(args: Record<string, unknown>): FormField[] {
   return [
-    {
-      key: 'decision',
-      name: 'Decision',
-      type: 'options',
-      optional: false,
-      options: ['approve', 'reject'],
-      decisions: [
-        { id: 'approve', label: 'Approve' },
-        { id: 'reject', label: 'Reject' },
-      ],
-      value: null,
-    },
+    decisionField('decision', [
+      { id: 'approve', label: 'Approve' },
+      { id: 'reject', label: 'Reject' },
+    ]),
     { key: 'arguments', name: 'Arguments', type: 'object', optional: true, description: 'The call is made with these; edit them before approving.', value: args },
     { key: 'reason', name: 'Reason', type: 'line', optional: true, description: 'Told to the model when the call is rejected.', value: null },
   ];

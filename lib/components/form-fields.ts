@@ -3,7 +3,7 @@
  * `{"age": {"name": "Age", "type": "integer", "optional": false, "options": []}}`.
  */
 import { z } from 'zod';
-import { FIELD_TYPES, type FieldType, type FormField } from '../canvas/forms';
+import { type Decision, FIELD_TYPES, type FieldType, type FormField } from '../canvas/forms';
 import { dict } from '../canvas/state';
 
 const fieldSchema = z.looseObject({
@@ -42,4 +42,9 @@ export function fieldOutputs(fields: FormField[], values: Readonly<Record<string
   const outputs = dict();
   for (const f of fields) outputs[f.key] = Object.hasOwn(values, f.key) ? values[f.key] : null;
   return outputs;
+}
+
+/** The field a choice of decisions is answered in: an `options` field of their ids, shown as buttons with their labels. */
+export function decisionField(key: string, decisions: readonly Decision[]): FormField {
+  return { key, name: 'Decision', type: 'options', optional: false, options: decisions.map((d) => d.id), decisions: decisions.map(({ id, label }) => ({ id, label })), value: null };
 }

@@ -17,7 +17,7 @@ import { z } from 'zod';
 import { defineComponent } from '../canvas/component';
 import type { FormField } from '../canvas/forms';
 import { idList } from './checks';
-import { fieldOutputs, formFieldsSchema, toFormFields } from './form-fields';
+import { decisionField, fieldOutputs, formFieldsSchema, toFormFields } from './form-fields';
 
 const DEFAULT_TIPS = 'Please fill up the form';
 
@@ -64,8 +64,7 @@ export function formLinkSeconds(p: unknown, defaultSeconds: number): number | un
 function formFields(p: Params): FormField[] {
   const fields = toFormFields(p.inputs);
   if (p.decisions.length === 0) return fields;
-  const ids = p.decisions.map((d) => d.id);
-  return [...fields, { key: DECISION_FIELD, name: 'Decision', type: 'options', optional: false, options: ids, decisions: p.decisions.map(({ id, label }) => ({ id, label })), value: null }];
+  return [...fields, decisionField(DECISION_FIELD, p.decisions)];
 }
 
 const decisionTargets = (p: Params) => p.decisions.flatMap((d) => d.to);

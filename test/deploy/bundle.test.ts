@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readZip, type ZipEntry } from '../../bench/lib/zip';
 import { createApp, openapiDocumentOf } from '../../lib/http/app';
 import { hashSecret, putApiKey } from '../../lib/store/api-keys';
-import { type BundledFunction, bundleFunctions, FUNCTION_ENTRIES, type FunctionName, inertDeps, reachable } from '../../scripts/bundle-functions';
+import { type BundledFunction, bundleFunctions, FUNCTION_ENTRIES, type FunctionName, inertDeps, openapiDocument, reachable } from '../../scripts/bundle-functions';
 import formIntake from '../fixtures/form-intake.json';
 import { newTenant, testStore } from '../helpers/engine';
 import { httpApiEvent } from '../functions/lambda-events';
@@ -43,8 +43,7 @@ let metafile: Metafile;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'easel-bundle-'));
-  const openapi = async () => openapiDocumentOf(createApp(inertDeps()));
-  const bundled = await bundleFunctions(join(dir, 'out'), openapi);
+  const bundled = await bundleFunctions(join(dir, 'out'), openapiDocument);
   functions = Object.fromEntries(bundled.map((f) => [f.name, f])) as Record<FunctionName, BundledFunction>;
   metafile = JSON.parse(await readFile(join(dir, 'out', 'metafile.json'), 'utf8')) as Metafile;
 }, 120_000);
