@@ -17,7 +17,7 @@
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { EaselError } from '../errors';
 import { itemSize, readBlobs, writeBlobs } from './blobs';
-import { decode, decodeParts, encodeParts } from './codec';
+import { BLOB_THRESHOLD, decode, decodeParts, encodeParts } from './codec';
 import { sweepDeletedSession } from './deletion';
 import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
 import { NotFoundError, RunExistsError } from './errors';
@@ -330,7 +330,7 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
   // one compression stream for the whole turn (its parts share most of their words); each
   // part's long strings go to blobs of its own, so a reader fetches only the blobs it needs
   const payload = encodeParts(
-    { s: c.payload.state, h: c.payload.history, q: c.payload.request, r: c.payload.response, ...(withCalls ? { c: c.payload.calls } : {}) },
+    { s: c.payload.state, h: c.payload.history, q: c.payload.request, ...responsePart(c.payload.response), ...(withCalls ? { c: c.payload.calls } : {}) },
     { c: CALL_RESULT_INLINE_BYTES },
   );
   const newBlobs = new Map<string, string>();
@@ -347,7 +347,7 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
     status: c.status,
     created_at: iso(at),
     committed_by: c.token,
-    p: payload.bytes,
+    z: payload.bytes,
   };
   if (c.keyHash) record.ik = c.keyHash;
   if (c.fingerprint) record.fp = c.fingerprint;
@@ -512,15 +512,40 @@ export async function listTurns(ctx: StoreContext, tenant: string, id: string, a
 // ---- mapping ------------------------------------------------------------------------------
 
 /**
- * The parts of a turn record: one stream `p` (state `s`, history `h`, request `q`, response
- * `r`, calls `c`), or, in records written before it, an attribute each. `blobs` must hold the
- * wanted parts' blobs (`<part>b`).
+ * The parts of a turn record: one stream `z` (state `s`, history `h`, request `q`, response
+ * `r` — or `R`, see responsePart —, calls `c`; deflate with the record dictionary), or, in
+ * records written before it, the same parts as one brotli stream `p`, or before that an
+ * attribute each. `blobs` must hold the wanted parts' blobs (`<part>b`).
  */
 export function partsOf(item: Record<string, unknown>, wanted: readonly string[], blobs: ReadonlyMap<string, string>): Record<string, unknown> {
-  if (item.p instanceof Uint8Array) return decodeParts(item.p, wanted, blobs);
+  if (item.z instanceof Uint8Array) {
+    const parts = decodeParts(item.z, wanted.includes('r') ? [...wanted, 'R'] : wanted, blobs, 'dict1');
+    if ('R' in parts) {
+      parts.r = JSON.stringify(parts.R);
+      delete parts.R;
+    }
+    return parts;
+  }
+  if (item.p instanceof Uint8Array) return decodeParts(item.p, wanted, blobs, 'brotli');
   const out: Record<string, unknown> = {};
   for (const part of wanted) if (item[part] instanceof Uint8Array) out[part] = decode(item[part] as Uint8Array, blobs);
   return out;
+}
+
+/**
+ * The stored response body: kept as the parsed JSON (`R`) when that gives back the same bytes
+ * — as JSON text inside JSON every quote would be escaped, a tenth more to compress — and it
+ * is small enough to stay inline; else as the text (`r`), which a long body moves to a blob.
+ */
+function responsePart(body: string): { R: unknown } | { r: string } {
+  if (body.length > BLOB_THRESHOLD) return { r: body };
+  try {
+    const parsed: unknown = JSON.parse(body);
+    if (JSON.stringify(parsed) === body) return { R: parsed };
+  } catch {
+    // not JSON: kept as it is
+  }
+  return { r: body };
 }
 
 function headItem(h: SessionHead): Record<string, unknown> {

@@ -12,7 +12,7 @@
 import { DeleteCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cascadeRemovedHeads } from '../../lib/store/cleanup';
-import { decodeParts } from '../../lib/store/codec';
+import { partsOf } from '../../lib/store/sessions';
 import { keys, SESSION_HEAD_SK } from '../../lib/store/item-keys';
 import { DELETED_SESSION_TTL_SECONDS } from '../../lib/store/turn-slot';
 import { runAsyncTurn } from '../../lib/turns/async-turn';
@@ -102,7 +102,7 @@ function outcomeOf(settled: PromiseSettledResult<unknown>): Outcome {
 
 /** Turn records decoded (their response), for a readable failure. */
 const decoded = (items: Record<string, unknown>[]) =>
-  items.map((i) => (i.p instanceof Uint8Array ? { ...i, p: undefined, response: decodeParts(i.p, ['r'], new Map()).r } : i));
+  items.map((i) => (i.z instanceof Uint8Array ? { ...i, z: undefined, response: partsOf(i, ['r'], new Map()).r } : i));
 
 /** Every item of the tenant's runs, from a scan of the table. */
 async function scanRuns(tenant: string): Promise<Record<string, unknown>[]> {

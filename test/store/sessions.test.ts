@@ -9,8 +9,8 @@ import { keys } from '../../lib/store/item-keys';
 import { LOCAL_CREDENTIALS } from '../../lib/store/setup';
 import { deleteSession } from '../../lib/store/deletion';
 import { listSessions } from '../../lib/store/session-listing';
-import { decodeParts, encode } from '../../lib/store/codec';
-import { getHead, getTurn, loadSession } from '../../lib/store/sessions';
+import { encode, encodeParts } from '../../lib/store/codec';
+import { getHead, getTurn, loadSession, partsOf } from '../../lib/store/sessions';
 import { DELETED_SESSION_TTL_SECONDS, MAX_SLOT_READ_AGE_MS } from '../../lib/store/turn-slot';
 import { createRun, executeTurn, newRunId } from '../../lib/turns/execute';
 import { fixture } from '../helpers/canvas';
@@ -158,8 +158,9 @@ describe('session deletion and expiry', () => {
   });
 });
 
-describe('turn records written before the single-stream layout', () => {
-  it('are read as they were stored: an attribute a part', async () => {
+describe('turn records written in earlier layouts', () => {
+  /** The run's first turn record, its parts, and a way to put it back rewritten. */
+  async function firstRecord() {
     const tenant = newTenant();
     const workflowId = await newWorkflow(engine, tenant, fixture('form-intake'));
     const first = await executeTurn(engine, { tenant, workflowId, runInput: {} });
@@ -168,17 +169,32 @@ describe('turn records written before the single-stream layout', () => {
     const key = { pk: keys.session(tenant, runId), sk: keys.turn(1) };
     const { Item } = await doc.send(new GetCommand({ TableName: tableName, Key: key }));
     const record = Item as Record<string, unknown>;
-    // rewrite the record the way earlier versions stored it
-    const parts = decodeParts(record.p as Uint8Array, ['s', 'h', 'q', 'r'], new Map());
-    const { p: _p, ...rest } = record;
-    await doc.send(new PutCommand({ TableName: tableName, Item: { ...rest, s: encode(parts.s).bytes, h: encode(parts.h).bytes, q: encode(parts.q).bytes, r: encode(parts.r).bytes } }));
+    expect(record.z).toBeInstanceOf(Uint8Array);
+    expect(record.p).toBeUndefined();
+    const parts = partsOf(record, ['s', 'h', 'q', 'r'], new Map());
+    const { z: _z, ...rest } = record;
+    const rewrite = (attributes: Record<string, unknown>) => doc.send(new PutCommand({ TableName: tableName, Item: { ...rest, ...attributes } }));
+    return { tenant, workflowId, runId, first, parts, rewrite };
+  }
 
-    const turn = await getTurn(engine.store, tenant, runId, 1);
-    expect(turn?.response).toBe(first.body);
-    const loaded = await loadSession(engine.store, tenant, runId, 5);
-    expect(loaded.latest?.state).toEqual(parts.s);
-    // and the run goes on from it
-    const second = await executeTurn(engine, { tenant, workflowId, runId, turnNumber: 1, runInput: { inputs: {} } });
+  async function readsAndGoesOn(r: Awaited<ReturnType<typeof firstRecord>>) {
+    const turn = await getTurn(engine.store, r.tenant, r.runId, 1);
+    expect(turn?.response).toBe(r.first.body);
+    const loaded = await loadSession(engine.store, r.tenant, r.runId, 5);
+    expect(loaded.latest?.state).toEqual(r.parts.s);
+    const second = await executeTurn(engine, { tenant: r.tenant, workflowId: r.workflowId, runId: r.runId, turnNumber: 1, runInput: { inputs: {} } });
     expect(second.response.turn_number).toBe(2);
+  }
+
+  it('are read as they were stored: an attribute a part', async () => {
+    const r = await firstRecord();
+    await r.rewrite({ s: encode(r.parts.s).bytes, h: encode(r.parts.h).bytes, q: encode(r.parts.q).bytes, r: encode(r.parts.r).bytes });
+    await readsAndGoesOn(r);
+  });
+
+  it('are read as they were stored: one brotli stream of the parts, the response as text', async () => {
+    const r = await firstRecord();
+    await r.rewrite({ p: encodeParts({ s: r.parts.s, h: r.parts.h, q: r.parts.q, r: r.parts.r }, {}, 'brotli').bytes });
+    await readsAndGoesOn(r);
   });
 });
