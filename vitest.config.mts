@@ -18,6 +18,9 @@ export const shared = {
     // One DynamoDB Local for the whole run (or EASEL_DYNAMODB_ENDPOINT); see the file.
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
+    // hooks bundle servers (esbuild), start processes and embedding models: seconds alone, many
+    // more on a loaded two-core machine, where vitest's default of 10 s fails suites that are fine
+    hookTimeout: 120_000,
     // Two cores: keep workers few so DynamoDB Local and servers in later suites get CPU.
     maxWorkers: 2,
   },

@@ -2,9 +2,9 @@
  * Content-addressed blobs of a session: long strings stored once per session (by hash) and
  * referred to from turn records and checkpoints; values over one item's worth are chunked.
  */
-import { BatchGetCommand, BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { decode, encode } from './codec';
-import { call, capacityParam, reportCapacity, type StoreContext } from './dynamo';
+import { backoff, batchGetItems, call, capacityParam, reportCapacity, type StoreContext } from './dynamo';
 import { keys } from './item-keys';
 
 /** Largest compressed attribute kept inline; larger payloads go to chunked blobs. */
@@ -68,21 +68,8 @@ export async function readBlobs(ctx: StoreContext, pk: string, hashes: string[])
   return blobs;
 }
 
-async function batchGet(ctx: StoreContext, keysToGet: { pk: string; sk: string }[]): Promise<Record<string, unknown>[]> {
-  const out: Record<string, unknown>[] = [];
-  for (let i = 0; i < keysToGet.length; i += 100) {
-    let pending: Record<string, unknown>[] = keysToGet.slice(i, i + 100);
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      const res = await call('read blobs', () =>
-        ctx.doc.send(new BatchGetCommand({ RequestItems: { [ctx.table]: { Keys: pending, ConsistentRead: true } }, ...capacityParam(ctx) })),
-      );
-      reportCapacity(ctx, 'read blobs', 'read', res.ConsumedCapacity);
-      out.push(...(res.Responses?.[ctx.table] ?? []));
-      pending = (res.UnprocessedKeys?.[ctx.table]?.Keys ?? []) as Record<string, unknown>[];
-      if (pending.length > 0) await backoff(attempt);
-    }
-  }
-  return out;
+function batchGet(ctx: StoreContext, keysToGet: { pk: string; sk: string }[]): Promise<Record<string, unknown>[]> {
+  return batchGetItems(ctx, 'read blobs', keysToGet);
 }
 
 /** Approximate DynamoDB item size: attribute names plus values. */
@@ -102,7 +89,4 @@ function valueSize(value: unknown): number {
   return 3 + Object.entries(value as Record<string, unknown>).reduce((n, [k, v]) => n + Buffer.byteLength(k) + 1 + valueSize(v), 0);
 }
 
-export function backoff(attempt: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.min(1000, 20 * 2 ** attempt) * Math.random()));
-}
 

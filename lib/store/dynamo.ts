@@ -4,7 +4,7 @@
  * failed condition becomes `ConditionFailed` carrying the item as it was.
  */
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, type DynamoDBDocumentClient, QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import { StoreUnavailableError } from './errors';
 
 export interface StoreContext {
@@ -93,6 +93,56 @@ export async function queryAll(
     start = page.LastEvaluatedKey;
   } while (start);
   return items;
+}
+
+export interface BatchGetOptions {
+  /** A ProjectionExpression; absent: whole items. */
+  projection?: string;
+  names?: Record<string, string>;
+  /** @default true */
+  consistent?: boolean;
+  /** Names the reads for the capacity listener (absent: `what`). */
+  operation?: string;
+  /** Calls per 100 keys before giving up with StoreUnavailableError (keys still unprocessed). @default 10 */
+  attempts?: number;
+}
+
+/**
+ * The items at `keys` that exist, in no particular order: 100 keys a BatchGetItem (each key
+ * asked once), keys DynamoDB left unprocessed asked again after a backoff, a bounded number of
+ * times (then StoreUnavailableError: transient, as any other failure of the store).
+ */
+export async function batchGetItems(
+  ctx: StoreContext,
+  what: string,
+  keys: readonly { pk: string; sk: string }[],
+  options: BatchGetOptions = {},
+): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
+  const unique = [...new Map(keys.map((k) => [`${k.pk}\u0000${k.sk}`, k])).values()];
+  for (let i = 0; i < unique.length; i += 100) {
+    let pending: Record<string, unknown>[] = unique.slice(i, i + 100);
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      if (attempt >= (options.attempts ?? 10)) throw new StoreUnavailableError(`the store could not ${what}: keys left unprocessed`);
+      if (attempt > 0) await backoff(attempt - 1);
+      const request = {
+        Keys: pending,
+        ConsistentRead: options.consistent ?? true,
+        ...(options.projection ? { ProjectionExpression: options.projection } : {}),
+        ...(options.names ? { ExpressionAttributeNames: options.names } : {}),
+      };
+      const res = await call(what, () => ctx.doc.send(new BatchGetCommand({ RequestItems: { [ctx.table]: request }, ...capacityParam(ctx) })));
+      reportCapacity(ctx, options.operation ?? what, 'read', res.ConsumedCapacity);
+      out.push(...(res.Responses?.[ctx.table] ?? []));
+      pending = (res.UnprocessedKeys?.[ctx.table]?.Keys ?? []) as Record<string, unknown>[];
+    }
+  }
+  return out;
+}
+
+/** Waits before asking DynamoDB again for what it left unprocessed: jittered, growing, at most 1 s. */
+export function backoff(attempt: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.min(1000, 20 * 2 ** attempt) * Math.random()));
 }
 
 /** ALL_OLD images on a failed condition come back in attribute-value form. */

@@ -10,8 +10,7 @@
 import { BatchWriteCommand, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { EaselError } from '../errors';
 import type { DocumentStatus, KnowledgeDocument } from '../knowledge/types';
-import { backoff } from './blobs';
-import { call, capacityParam, ConditionFailed, queryAll, reportCapacity, type StoreContext } from './dynamo';
+import { backoff, call, capacityParam, ConditionFailed, queryAll, reportCapacity, type StoreContext } from './dynamo';
 import { NotFoundError } from './errors';
 import { KNOWLEDGE_BASE_SK, KNOWLEDGE_CHUNK_PREFIX, KNOWLEDGE_DOCUMENT_PREFIX, keys } from './item-keys';
 import { deleteKeys } from './partitions';

@@ -7,11 +7,10 @@
  *
  * Documents, chunks and the index are in knowledge-documents.ts and knowledge-index.ts.
  */
-import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { EaselError } from '../errors';
 import type { KnowledgeBase } from '../knowledge/types';
-import { backoff } from './blobs';
-import { call, ConditionFailed, queryAll, type StoreContext } from './dynamo';
+import { batchGetItems, call, ConditionFailed, queryAll, type StoreContext } from './dynamo';
 import { NotFoundError } from './errors';
 import { KNOWLEDGE_BASE_SK, keys } from './item-keys';
 import { deleteKeys, deletePartition } from './partitions';
@@ -343,19 +342,6 @@ export function fromItem(item: Record<string, unknown>): StoredKnowledgeBase {
   return { kb, docsVersion: (item.docs_version as number | undefined) ?? 0, ...(index ? { index } : {}) };
 }
 
-export async function batchGet(ctx: StoreContext, keysToGet: { pk: string; sk: string }[]): Promise<Record<string, unknown>[]> {
-  const out: Record<string, unknown>[] = [];
-  const unique = [...new Map(keysToGet.map((k) => [`${k.pk}\u0000${k.sk}`, k])).values()];
-  for (let i = 0; i < unique.length; i += 100) {
-    let pending: Record<string, unknown>[] = unique.slice(i, i + 100);
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      const res = await call('read the knowledge bases', () =>
-        ctx.doc.send(new BatchGetCommand({ RequestItems: { [ctx.table]: { Keys: pending, ConsistentRead: true } } })),
-      );
-      out.push(...(res.Responses?.[ctx.table] ?? []));
-      pending = (res.UnprocessedKeys?.[ctx.table]?.Keys ?? []) as Record<string, unknown>[];
-      if (pending.length > 0) await backoff(attempt);
-    }
-  }
-  return out;
+export function batchGet(ctx: StoreContext, keysToGet: { pk: string; sk: string }[]): Promise<Record<string, unknown>[]> {
+  return batchGetItems(ctx, 'read the knowledge bases', keysToGet);
 }

@@ -4,8 +4,7 @@
  * function's role allows no more.
  */
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { backoff } from './blobs';
-import { call, capacityParam, queryAll, reportCapacity, type StoreContext } from './dynamo';
+import { backoff, call, capacityParam, queryAll, reportCapacity, type StoreContext } from './dynamo';
 
 export async function deletePartition(ctx: StoreContext, pk: string): Promise<number> {
   const items = await queryAll(ctx, 'list the session items', { KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ProjectionExpression: 'pk, sk' });

@@ -13,9 +13,8 @@
  *
  * Every item is about 100 bytes: each write is 1 WRU, each read 0.5 RRU (eventually consistent).
  */
-import { BatchGetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
-import { StoreUnavailableError } from './errors';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { batchGetItems, call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
 import { keys } from './item-keys';
 
 export const QUOTA_KIND = 'quota';
@@ -46,18 +45,8 @@ function usageKey(k: UsageKey): { pk: string; sk: string } {
  * (eventually consistent: a count written a moment ago may not be seen yet). At most 100 keys.
  */
 export async function readUsage(ctx: StoreContext, wanted: readonly UsageKey[]): Promise<Usage[]> {
-  const found = new Map<string, Record<string, unknown>>();
-  let pending: Record<string, unknown>[] = wanted.map(usageKey);
-  for (let attempt = 0; pending.length > 0; attempt++) {
-    if (attempt >= BATCH_ATTEMPTS) throw new StoreUnavailableError('the store could not read the quota counters: keys left unprocessed');
-    if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** attempt));
-    const out = await call('read the quota counters', () =>
-      ctx.doc.send(new BatchGetCommand({ RequestItems: { [ctx.table]: { Keys: pending } }, ...capacityParam(ctx) })),
-    );
-    reportCapacity(ctx, 'quota', 'read', out.ConsumedCapacity);
-    for (const item of out.Responses?.[ctx.table] ?? []) found.set(`${item.pk}\u0000${item.sk}`, item);
-    pending = (out.UnprocessedKeys?.[ctx.table]?.Keys ?? []) as Record<string, unknown>[];
-  }
+  const items = await batchGetItems(ctx, 'read the quota counters', wanted.map(usageKey), { consistent: false, operation: 'quota', attempts: BATCH_ATTEMPTS });
+  const found = new Map(items.map((item) => [`${item.pk}\u0000${item.sk}`, item]));
   const at = (ctx.now ?? Date.now)();
   return wanted.map((k) => {
     const { pk, sk } = usageKey(k);

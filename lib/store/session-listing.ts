@@ -1,22 +1,24 @@
 /**
- * Listing sessions without reading their state: the sessions of a workflow (the listing index,
- * which holds each head's listed attributes) and the runs whose form timer is due (the sparse
- * timer index).
+ * Listing sessions without reading their state: the sessions of a workflow (the listing index
+ * finds them, their heads say what they are now) and the runs whose form timer is due (the
+ * sparse timer index).
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { call, type StoreContext } from './dynamo';
-import { keys } from './item-keys';
-import { type SessionHead, toHead } from './sessions';
+import { batchGetItems, call, isExpired, type StoreContext } from './dynamo';
+import { keys, SESSION_HEAD_SK } from './item-keys';
+import { HEAD_LISTING_ATTRIBUTES, HEAD_LISTING_NAMES, type SessionHead, toHead } from './sessions';
 import { LISTING_INDEX, TIMER_INDEX } from './table';
 
 const now = (ctx: StoreContext) => (ctx.now ?? Date.now)();
 
-/** What the listing index holds of a session: its head without the state. */
+/** What a listing shows of a session: its head without the state. */
 export type SessionSummary = Pick<SessionHead, 'id' | 'workflowId' | 'version' | 'status' | 'turn' | 'userId' | 'name' | 'createdAt' | 'updatedAt'>;
 
 /**
- * Sessions of a workflow, newest first, from the listing index: no session state is read.
- * `userId` filters on the projected attribute.
+ * Sessions of a workflow, newest first. The listing index gives their ids in creation order
+ * (`userId` and the TTL filter there: neither changes with a turn); the heads, read in one
+ * BatchGetItem a page, give status, turn and updated_at, which a turn changes without writing
+ * the index (sessions.ts). `status` filters on the heads. No session state is read.
  */
 export async function listSessions(
   ctx: StoreContext,
@@ -24,16 +26,12 @@ export async function listSessions(
   workflowId: string,
   options: { limit: number; cursor?: Record<string, unknown>; userId?: string; status?: string; oldestFirst?: boolean },
 ): Promise<{ items: SessionSummary[]; cursor: Record<string, unknown> | undefined }> {
-  const nowSec = Math.floor(now(ctx) / 1000);
+  const at = now(ctx);
   const filters = ['(attribute_not_exists(#ttl) OR #ttl > :now)'];
-  const values: Record<string, unknown> = { ':pk': keys.sessionList(tenant, workflowId), ':now': nowSec };
+  const values: Record<string, unknown> = { ':pk': keys.sessionList(tenant, workflowId), ':now': Math.floor(at / 1000) };
   if (options.userId !== undefined) {
     filters.push('user_id = :user');
     values[':user'] = options.userId;
-  }
-  if (options.status !== undefined) {
-    filters.push('#status = :status');
-    values[':status'] = options.status;
   }
   const items: SessionSummary[] = [];
   let cursor = options.cursor;
@@ -45,15 +43,27 @@ export async function listSessions(
         IndexName: LISTING_INDEX,
         KeyConditionExpression: 'gsi1pk = :pk',
         FilterExpression: filters.join(' AND '),
-        ExpressionAttributeNames: { '#ttl': 'ttl', ...(options.status !== undefined ? { '#status': 'status' } : {}) },
+        ProjectionExpression: 'pk',
+        ExpressionAttributeNames: { '#ttl': 'ttl' },
         ExpressionAttributeValues: values,
         ScanIndexForward: options.oldestFirst === true,
         Limit: options.limit - items.length,
         ExclusiveStartKey: cursor,
       })),
     );
-    for (const i of page.Items ?? []) {
-      const { id, workflowId, version, status, turn, userId, name, createdAt, updatedAt } = toHead(i);
+    const listed = (page.Items ?? []).map((i) => i.pk as string);
+    const heads = await batchGetItems(ctx, 'list sessions', listed.map((pk) => ({ pk, sk: SESSION_HEAD_SK })), {
+      projection: `pk, ${HEAD_LISTING_ATTRIBUTES}, deleted_at`,
+      names: HEAD_LISTING_NAMES,
+      consistent: false,
+    });
+    const byPk = new Map(heads.map((h) => [h.pk as string, h]));
+    for (const pk of listed) {
+      const item = byPk.get(pk);
+      // deleted or expired since the index was written
+      if (!item || item.deleted_at !== undefined || isExpired(item, at)) continue;
+      const { id, workflowId, version, status, turn, userId, name, createdAt, updatedAt } = toHead(item);
+      if (options.status !== undefined && status !== options.status) continue;
       items.push({ id, workflowId, version, status, turn, userId, ...(name !== undefined ? { name } : {}), createdAt, updatedAt });
     }
     cursor = page.LastEvaluatedKey;

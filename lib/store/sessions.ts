@@ -6,10 +6,18 @@
  *
  * Writing a turn: [claim the slot `T#<n+1>`, only when the turn reaches outside the run] -> the
  * caller runs the turn -> commit (a conditional Put of the turn record into that slot: the
- * commit point; nobody else can write turn n+1). The head holds what the listing index shows
- * (status, turn, updated_at) and the session's TTL; it is updated after the commit only when
- * the listed status or timer changed, or the listing is older than `listingRefreshMs`. A reader
- * that finds the head behind the latest turn record trusts the record.
+ * commit point; nobody else can write turn n+1). The head holds what listings show (status
+ * `st`, turn `tn`, updated_at `ua`) and the session's TTL; it is updated after the commit only
+ * when the listed status or timer changed, or the listing is older than `listingRefreshMs`. A
+ * reader that finds the head behind the latest turn record trusts the record.
+ *
+ * The listing index (gsi1) finds a workflow's sessions; listings read the heads themselves for
+ * what changes (session-listing.ts). So the names the index projects are written when a
+ * session is created and not after — `status`, `turn` and `updated_at` are those of heads
+ * written before this layout, read when `st`, `tn`, `ua` are absent — and a turn that changes
+ * the status writes the head alone, not an index entry as well. Only the TTL, which the index
+ * projects too (expired sessions are filtered there), moves the entry: once per refresh
+ * interval at most.
  *
  * A deleted session (deletion.ts) keeps, for a while, a head marked `deleted_at` and a tombstone
  * in its next slot: reads answer 404, and the commit of a turn in flight fails on the tombstone.
@@ -244,8 +252,8 @@ export async function getHead(ctx: StoreContext, tenant: string, id: string): Pr
       TableName: ctx.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :t)',
       ExpressionAttributeValues: { ':pk': keys.session(tenant, id), ':t': TURN_PREFIX },
-      ProjectionExpression: 'pk, sk, kind, tenant, id, workflow_id, version, #status, #turn, user_id, dl, src, created_at, updated_at, #ttl, due_at, ik, fp, ff, claim_token, claim_expires, claim_async, claim_owner, cancel_at, deleted_at',
-      ExpressionAttributeNames: { '#status': 'status', '#turn': 'turn', '#ttl': 'ttl' },
+      ProjectionExpression: `pk, sk, kind, ${HEAD_LISTING_ATTRIBUTES}, ik, fp, ff, claim_token, claim_expires, claim_async, claim_owner, cancel_at, deleted_at`,
+      ExpressionAttributeNames: HEAD_LISTING_NAMES,
       ScanIndexForward: false,
       Limit: 3,
       ConsistentRead: true,
@@ -405,25 +413,32 @@ function listingChanged(c: Commit, at: number): boolean {
   if (listed !== c.status) return true;
   if ((c.head.dueAt ?? null) !== c.dueAt) return true;
   const refreshed = Date.parse(c.head.updatedAt);
-  return !(at - refreshed < (c.listingRefreshMs ?? DEFAULT_LISTING_REFRESH_MS));
+  return !(at - refreshed < refreshMs(c));
 }
 
+const refreshMs = (c: Commit) => c.listingRefreshMs ?? DEFAULT_LISTING_REFRESH_MS;
+
 function headUpdate(ctx: StoreContext, c: Commit, at: number, ttl: number) {
+  // the TTL is projected into the listing index: moved only when it has fallen a refresh
+  // interval behind, so that a status change alone writes no index entry
+  const moveTtl = Math.abs(ttl - c.head.expiresAt) >= refreshMs(c) / 1000;
+  const sets = ['st = :status', 'tn = :turn', 'ua = :at', ...(moveTtl ? ['#ttl = :ttl'] : [])];
   return {
     TableName: ctx.table,
     Key: { pk: keys.session(c.head.tenant, c.head.id), sk: SESSION_HEAD_SK },
     // an armed timer puts the head in the sparse timer index; none takes it out
     UpdateExpression: c.dueAt === null
-      ? 'SET #turn = :turn, #status = :status, updated_at = :at, #ttl = :ttl REMOVE due_at, gsi2pk, gsi2sk'
-      : 'SET #turn = :turn, #status = :status, updated_at = :at, #ttl = :ttl, due_at = :due, gsi2pk = :dueKey, gsi2sk = :dueSort',
-    // never into a deleted session's head: it would come back into the timer index, with a new TTL
-    ConditionExpression: 'attribute_exists(pk) AND #turn < :turn AND attribute_not_exists(deleted_at)',
-    ExpressionAttributeNames: { '#turn': 'turn', '#status': 'status', '#ttl': 'ttl' },
+      ? `SET ${sets.join(', ')} REMOVE due_at, gsi2pk, gsi2sk`
+      : `SET ${[...sets, 'due_at = :due', 'gsi2pk = :dueKey', 'gsi2sk = :dueSort'].join(', ')}`,
+    // never into a deleted session's head: it would come back into the timer index, with a new
+    // TTL; never back to an older turn (heads written before `tn` hold `turn`)
+    ConditionExpression: 'attribute_exists(pk) AND (tn < :turn OR (attribute_not_exists(tn) AND #turn < :turn)) AND attribute_not_exists(deleted_at)',
+    ExpressionAttributeNames: { '#turn': 'turn', ...(moveTtl ? { '#ttl': 'ttl' } : {}) },
     ExpressionAttributeValues: {
       ':turn': c.turn,
       ':status': c.status,
       ':at': iso(at),
-      ':ttl': ttl,
+      ...(moveTtl ? { ':ttl': ttl } : {}),
       ...(c.dueAt === null ? {} : { ':due': c.dueAt, ':dueKey': 'DUE', ':dueSort': dueSortKey(c.dueAt, c.head.tenant, c.head.id) }),
     },
   };
@@ -557,14 +572,14 @@ function headItem(h: SessionHead): Record<string, unknown> {
     tenant: h.tenant,
     workflow_id: h.workflowId,
     version: h.version,
-    status: h.status,
-    turn: h.turn,
+    st: h.status,
+    tn: h.turn,
     user_id: h.userId ?? undefined,
     ...(h.dialect ? { dl: h.dialect } : {}),
     ...(h.source ? { src: h.source } : {}),
     ...(h.name ? { name: h.name } : {}),
     created_at: h.createdAt,
-    updated_at: h.updatedAt,
+    ua: h.updatedAt,
     ttl: h.expiresAt,
     gsi1pk: keys.sessionList(h.tenant, h.workflowId),
     gsi1sk: `${h.createdAt}#${h.id}`,
@@ -575,24 +590,38 @@ function headItem(h: SessionHead): Record<string, unknown> {
   };
 }
 
+/** What a head item lists, in either layout (see the top of this file). */
+function listedOf(item: Record<string, unknown>): { status: string; turn: number; updatedAt: string } {
+  return {
+    status: (item.st ?? item.status) as string,
+    turn: (item.tn ?? item.turn) as number,
+    updatedAt: (item.ua ?? item.updated_at) as string,
+  };
+}
+
+/** The head's attributes a reader of a session's listing and identity needs (a ProjectionExpression; `#status`, `#turn`, `#ttl` named). */
+export const HEAD_LISTING_ATTRIBUTES = 'tenant, id, workflow_id, version, st, tn, ua, #status, #turn, updated_at, user_id, dl, src, #name, created_at, #ttl, due_at';
+export const HEAD_LISTING_NAMES = { '#status': 'status', '#turn': 'turn', '#ttl': 'ttl', '#name': 'name' } as const;
+
 export function toHead(item: Record<string, unknown>): SessionHead {
+  const listed = listedOf(item);
   return {
     tenant: item.tenant as string,
     id: item.id as string,
     workflowId: item.workflow_id as string,
     version: item.version as number,
-    status: item.status as string,
-    turn: item.turn as number,
+    status: listed.status,
+    turn: listed.turn,
     userId: (item.user_id as string | undefined) ?? null,
     ...(item.dl === 'ragflow' ? { dialect: 'ragflow' as const } : {}),
     ...(item.src === 'workflow' ? { source: 'workflow' as const } : {}),
     ...(typeof item.name === 'string' ? { name: item.name } : {}),
     createdAt: item.created_at as string,
-    updatedAt: item.updated_at as string,
+    updatedAt: listed.updatedAt,
     expiresAt: item.ttl as number,
     claim: null,
     dueAt: typeof item.due_at === 'number' ? item.due_at : null,
-    listedStatus: item.status as string,
+    listedStatus: listed.status,
     ...(typeof item.ik === 'string' ? { keyHash: item.ik } : {}),
     ...(typeof item.fp === 'string' ? { fingerprint: item.fp } : {}),
     ...(isForkLink(item.ff) ? { forkedFrom: { runId: item.ff.r, turn: item.ff.n } } : {}),

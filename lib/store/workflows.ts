@@ -4,10 +4,9 @@
  * holds its DSL (compressed). Creating a version and moving the pointer happen in one
  * transaction.
  */
-import { BatchGetCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
-import { backoff } from './blobs';
+import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { decode, encode } from './codec';
-import { call, ConditionFailed, queryAll, type StoreContext } from './dynamo';
+import { batchGetItems, call, ConditionFailed, queryAll, type StoreContext } from './dynamo';
 import { EaselError } from '../errors';
 import { NotFoundError, StoreUnavailableError } from './errors';
 import { keys } from './item-keys';
@@ -202,18 +201,8 @@ export async function updateWorkflow(ctx: StoreContext, tenant: string, id: stri
  */
 export async function missingWorkflows(ctx: StoreContext, tenant: string, ids: readonly string[]): Promise<string[]> {
   const unique = [...new Set(ids)];
-  const live = new Set<string>();
-  for (let i = 0; i < unique.length; i += 100) {
-    let pending: Record<string, unknown>[] = unique.slice(i, i + 100).map((id) => ({ pk: keys.workflow(tenant, id), sk: 'W' }));
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      const out = await call('read the workflows', () =>
-        ctx.doc.send(new BatchGetCommand({ RequestItems: { [ctx.table]: { Keys: pending, ProjectionExpression: 'id, deleted', ConsistentRead: true } } })),
-      );
-      for (const item of out.Responses?.[ctx.table] ?? []) if (item.deleted !== true) live.add(item.id as string);
-      pending = (out.UnprocessedKeys?.[ctx.table]?.Keys ?? []) as Record<string, unknown>[];
-      if (pending.length > 0) await backoff(attempt);
-    }
-  }
+  const items = await batchGetItems(ctx, 'read the workflows', unique.map((id) => ({ pk: keys.workflow(tenant, id), sk: 'W' })), { projection: 'id, deleted' });
+  const live = new Set(items.filter((item) => item.deleted !== true).map((item) => item.id as string));
   return unique.filter((id) => !live.has(id));
 }
 
@@ -223,16 +212,8 @@ export async function missingWorkflows(ctx: StoreContext, tenant: string, ids: r
  */
 export async function workflowRecords(ctx: StoreContext, tenant: string): Promise<Workflow[]> {
   const listed = await allWorkflows(ctx, tenant);
-  const byId = new Map<string, Workflow>();
-  for (let i = 0; i < listed.length; i += 100) {
-    let pending: Record<string, unknown>[] = listed.slice(i, i + 100).map((w) => ({ pk: keys.workflow(tenant, w.id), sk: 'W' }));
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      const out = await call('read the workflows', () => ctx.doc.send(new BatchGetCommand({ RequestItems: { [ctx.table]: { Keys: pending, ConsistentRead: true } } })));
-      for (const item of out.Responses?.[ctx.table] ?? []) if (item.deleted !== true) byId.set(item.id as string, toWorkflow(item));
-      pending = (out.UnprocessedKeys?.[ctx.table]?.Keys ?? []) as Record<string, unknown>[];
-      if (pending.length > 0) await backoff(attempt);
-    }
-  }
+  const items = await batchGetItems(ctx, 'read the workflows', listed.map((w) => ({ pk: keys.workflow(tenant, w.id), sk: 'W' })));
+  const byId = new Map(items.filter((item) => item.deleted !== true).map((item) => [item.id as string, toWorkflow(item)]));
   return listed.map((w) => byId.get(w.id)).filter((w): w is Workflow => w !== undefined);
 }
 

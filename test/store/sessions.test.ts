@@ -13,7 +13,7 @@ import { encode, encodeParts } from '../../lib/store/codec';
 import { getHead, getTurn, loadSession, partsOf } from '../../lib/store/sessions';
 import { DELETED_SESSION_TTL_SECONDS, MAX_SLOT_READ_AGE_MS } from '../../lib/store/turn-slot';
 import { createRun, executeTurn, newRunId } from '../../lib/turns/execute';
-import { fixture } from '../helpers/canvas';
+import { fixture, steppingClock } from '../helpers/canvas';
 import { testTable } from '../helpers/dynamo';
 import { newTenant, newWorkflow, testEngine, testStore } from '../helpers/engine';
 
@@ -52,6 +52,60 @@ describe('session listing', () => {
     expect(page1.items).toHaveLength(2);
     const page2 = await listSessions(engine.store, tenant, workflowId, { limit: 2, cursor: page1.cursor });
     expect([...page1.items, ...page2.items].map((s) => s.id)).toEqual([...ids].reverse());
+  });
+});
+
+describe('session listing after a turn', () => {
+  const answer = { inputs: { name: 'A', age: 3, plan: 'free' } };
+
+  it('a status change writes the head alone (1 WRU, no index entry), and listings read it from there', async () => {
+    const tenant = newTenant();
+    const heads: number[] = [];
+    const store = { ...testStore(), onCapacity: (operation: string, units: { write: number }) => void (operation === 'head' && heads.push(units.write)) };
+    const metered = { ...engine, store };
+    const workflowId = await newWorkflow(engine, tenant, fixture('form-intake'));
+    const runId = (await executeTurn(metered, { tenant, workflowId, runInput: { query: 'hi' } })).response.run_id;
+    const second = await executeTurn(metered, { tenant, workflowId, runId, runInput: answer });
+    expect(second.response.status).toBe('completed');
+    // DynamoDB reports the head's write and any index entry's together
+    expect(heads).toEqual([1]);
+    const listed = await listSessions(engine.store, tenant, workflowId, { limit: 5 });
+    expect(listed.items).toEqual([expect.objectContaining({ id: runId, status: 'completed', turn: 2 })]);
+    expect((await listSessions(engine.store, tenant, workflowId, { limit: 5, status: 'completed' })).items.map((i) => i.id)).toEqual([runId]);
+    expect((await listSessions(engine.store, tenant, workflowId, { limit: 5, status: 'waiting_for_input' })).items).toEqual([]);
+  });
+
+  it('fills a page past the sessions a status filter leaves out', async () => {
+    const tenant = newTenant();
+    // every run created at a time of its own: the index orders by creation time
+    const clock = steppingClock(Date.now());
+    const clocked = { ...engine, store: { ...testStore(), now: clock }, clock };
+    const workflowId = await newWorkflow(engine, tenant, fixture('form-intake'));
+    const waiting: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const runId = (await executeTurn(clocked, { tenant, workflowId, runInput: { query: `q${i}` } })).response.run_id;
+      if (i % 2 === 0) await executeTurn(clocked, { tenant, workflowId, runId, runInput: answer });
+      else waiting.push(runId);
+    }
+    const page1 = await listSessions(engine.store, tenant, workflowId, { limit: 1, status: 'waiting_for_input', oldestFirst: true });
+    const page2 = await listSessions(engine.store, tenant, workflowId, { limit: 1, status: 'waiting_for_input', oldestFirst: true, ...(page1.cursor ? { cursor: page1.cursor } : {}) });
+    expect([...page1.items, ...page2.items].map((i) => i.id)).toEqual(waiting);
+  });
+
+  it('lists heads written before the listing attributes moved off the index, and moves them on', async () => {
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, fixture('form-intake'));
+    const runId = (await executeTurn(engine, { tenant, workflowId, runInput: { query: 'hi' } })).response.run_id;
+    const { doc, tableName } = testTable();
+    const key = { pk: keys.session(tenant, runId), sk: 'T#~' };
+    const { Item } = await doc.send(new GetCommand({ TableName: tableName, Key: key }));
+    const { st, tn, ua, ...rest } = Item as Record<string, unknown>;
+    expect([st, tn]).toEqual(['waiting_for_input', 1]);
+    // the head as earlier versions wrote it: the listed attributes under the names the index projects
+    await doc.send(new PutCommand({ TableName: tableName, Item: { ...rest, status: st, turn: tn, updated_at: ua } }));
+    expect((await listSessions(engine.store, tenant, workflowId, { limit: 5 })).items).toEqual([expect.objectContaining({ id: runId, status: 'waiting_for_input', turn: 1 })]);
+    await executeTurn(engine, { tenant, workflowId, runId, runInput: answer });
+    expect((await listSessions(engine.store, tenant, workflowId, { limit: 5 })).items).toEqual([expect.objectContaining({ id: runId, status: 'completed', turn: 2 })]);
   });
 });
 
