@@ -102,12 +102,21 @@ async function main(): Promise<number> {
       // two servers side by side: on DynamoDB as it is, and behind a simulation of AWS's network latency
       proxy = await startLatencyProxy({ target: database.endpoint, delayMs: SIMULATED_NETWORK_DELAY_MS });
       const via = proxy.url;
-      const started = await timed('stack servers', () => Promise.allSettled([startStack(database, { name: 'stack-local' }), startStack(database, { endpoint: via, name: 'stack-simulated' })]));
+      // each as the streaming Function URL serves turns, and one more as API Gateway's buffered entry does
+      const started = await timed('stack servers', () => Promise.allSettled([
+        startStack(database, { name: 'stack-local', entry: 'stream' }),
+        startStack(database, { endpoint: via, name: 'stack-simulated', entry: 'stream' }),
+        startStack(database, { endpoint: via, name: 'stack-simulated-buffered', entry: 'buffered' }),
+      ]));
       for (const s of started) if (s.status === 'fulfilled') stacks.push(s.value);
       const refused = started.find((s) => s.status === 'rejected');
       if (refused) throw refused.reason;
-      const [local, simulated] = stacks as [Stack, Stack];
-      latency = await timed('1', () => turnLatency([{ name: 'local', stack: local }, { name: 'simulated', stack: simulated }], SIMULATED_NETWORK_DELAY_MS, SIZES.turnLatency));
+      const [local, simulated, simulatedBuffered] = stacks as [Stack, Stack, Stack];
+      latency = await timed('1', () => turnLatency([
+        { name: 'local', stack: local },
+        { name: 'simulated', stack: simulated },
+        { name: 'simulatedBuffered', stack: simulatedBuffered },
+      ], SIMULATED_NETWORK_DELAY_MS, SIZES.turnLatency));
       if (latency.idealFailures > 0) failed = true;
     }
     if (db && (only.has(2) || only.has(6))) writes = await timed('2', () => writeCost(db as Database, SIZES.writeCost));
@@ -121,7 +130,7 @@ async function main(): Promise<number> {
     await db?.stop();
   }
   if (process.env.BENCH_PROFILE) {
-    const profiled = [['stack-local', 'stack server (DynamoDB Local as it is)'], ['stack-simulated', `stack server (${simulationLabel()})`], ['lambda', 'Lambda handler driver']] as const;
+    const profiled = [['stack-local', 'stack server (DynamoDB Local as it is)'], ['stack-simulated', `stack server (${simulationLabel()})`], ['stack-simulated-buffered', `stack server (${simulationLabel()}, buffered entry)`], ['lambda', 'Lambda handler driver']] as const;
     for (const [dir, label] of profiled) reportProfile(join(process.env.BENCH_PROFILE, dir), label);
   }
   if (only.has(6) && writes && handlerCpu) {
@@ -150,7 +159,7 @@ async function main(): Promise<number> {
     date,
     machine,
     quick,
-    ...(latency ? { ideal_ratio_p50_simulated: latency.simulated.ratioP50, ideal_ratio_p50_local: latency.local.ratioP50 } : {}),
+    ...(latency ? { ideal_ratio_p50_simulated: latency.simulated.ratioP50, ideal_ratio_p50_local: latency.local.ratioP50, ideal_ratio_p50_simulated_buffered: latency.simulatedBuffered.ratioP50 } : {}),
     ...(writes
       ? {
           round_trips_pure: writes.protocol.roundTripsPure,
@@ -199,6 +208,7 @@ async function main(): Promise<number> {
   table(['measure', 'value', 'target', ''], [
     row(`1. turn / ideal protocol, p50, ${simulationLabel()}`, latency?.simulated.ratioP50, '<= 1.3', (v) => v <= 1.3),
     row(`1. turn / ideal protocol, p95, ${simulationLabel()}`, latency?.simulated.ratioP95, '', null),
+    row(`1. the same behind API Gateway's buffered entry (the listing before the response), p50`, latency?.simulatedBuffered.ratioP50, '', null),
     row('1. turn / ideal protocol, p50, DynamoDB Local as it is', latency?.local.ratioP50, '', null),
     row('2. round trips, pure turn', writes?.protocol.roundTripsPure, '<= 2', (v) => v <= 2),
     row('2. round trips, turn with a model call', writes?.protocol.roundTripsExternal, '<= 3', (v) => v <= 3),

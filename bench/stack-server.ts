@@ -52,7 +52,13 @@ const cpu = () => {
 async function main(): Promise<void> {
   const config = readConfig(process.env);
   const telemetry = createTelemetry();
-  const runtime = buildRuntime(config, { logger: telemetry.logger });
+  // BENCH_ENTRY=stream: wired as functions/http-stream.ts is, the run's listing written after the
+  // response (the Node server sends it and lets the work finish); else as functions/http.ts,
+  // behind API Gateway's buffered responses, where it comes before
+  const afterResponse = process.env.BENCH_ENTRY === 'stream'
+    ? (work: () => Promise<void>) => void work().catch((error: unknown) => telemetry.logger.error('the run listing was not updated', { error }))
+    : undefined;
+  const runtime = buildRuntime(config, { logger: telemetry.logger, ...(afterResponse ? { afterResponse } : {}) });
   const { store } = runtime;
   instrument(store.doc);
   const app = withTelemetry(createApp(appDeps(runtime)), telemetry);

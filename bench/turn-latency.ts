@@ -3,10 +3,11 @@
  * each followed by the ideal protocol of the same turn — one consistent Query and one
  * conditional Put of the items the turn read and wrote, issued bare by the server process's
  * own SDK client on a mirror session (bench/lib/recorder.ts `prepareIdeal`) — so the two are
- * measured interleaved and background load hits both alike. Twice side by side: with DynamoDB
- * Local as it is (~1.5 ms a call on loopback), and behind a proxy that adds AWS's network
- * latency to every round trip (bench/lib/latency-proxy.ts), conversations alternating between
- * the two.
+ * measured interleaved and background load hits both alike. Side by side: with DynamoDB Local
+ * as it is (~1.5 ms a call on loopback), and behind a proxy that adds AWS's network latency to
+ * every round trip (bench/lib/latency-proxy.ts), both wired as the streaming Function URL entry
+ * is (the run's listing written after the response); and behind the proxy wired as API
+ * Gateway's buffered entry is (the listing before it). Conversations alternate between them.
  */
 import { simulationLabel } from './lib/latency-proxy';
 import { fmt, heading, mean, median, p95, ratio, table, verdict } from './lib/stats';
@@ -19,11 +20,20 @@ export interface TurnLatencyOptions {
   turnsPerSession: number;
 }
 
-/** The DynamoDB a stack server talks to: DynamoDB Local itself, or the proxy in front of it. */
+/**
+ * A stack server: on DynamoDB Local itself (`local`) or behind the proxy (`simulated`), as the
+ * streaming entry serves turns; `simulatedBuffered`: behind the proxy, as the buffered one does.
+ */
 export interface LatencyMode {
-  name: 'local' | 'simulated';
+  name: 'local' | 'simulated' | 'simulatedBuffered';
   stack: Stack;
 }
+
+const LABELS: Record<LatencyMode['name'], (delayMs: number) => string> = {
+  local: () => 'DynamoDB Local as it is, streaming entry',
+  simulated: (delayMs) => `${simulationLabel(delayMs)}, streaming entry`,
+  simulatedBuffered: (delayMs) => `${simulationLabel(delayMs)}, buffered entry (API Gateway)`,
+};
 
 export interface LatencyFigures {
   turns: number;
@@ -47,6 +57,7 @@ export interface TurnLatencyResult {
   delayMs: number;
   local: LatencyFigures;
   simulated: LatencyFigures;
+  simulatedBuffered: LatencyFigures;
   /** Mean count per turn of each DynamoDB operation (both modes make the same calls). */
   operations: Record<string, number>;
   componentsPerTurn: number;
@@ -88,10 +99,10 @@ function figures(samples: Sample[]): LatencyFigures {
   };
 }
 
-export async function turnLatency(modes: [LatencyMode, LatencyMode], delayMs: number, options: TurnLatencyOptions): Promise<TurnLatencyResult> {
+export async function turnLatency(modes: [LatencyMode, LatencyMode, LatencyMode], delayMs: number, options: TurnLatencyOptions): Promise<TurnLatencyResult> {
   heading(
     '1. Turn latency against the ideal protocol',
-    `${options.sessions} conversations x ${options.turnsPerSession} turns over HTTP (10-node workflow, form at node 5; odd turns pause, even turns answer and complete) against each of two local stacks (bench/stack-server.ts: the Lambda entry points' wiring served by @hono/node-server, each in its own process), one on DynamoDB Local as it is, one on DynamoDB Local behind a TCP proxy adding ${delayMs} ms to every round trip (bench/lib/latency-proxy.ts: a simulation of AWS's network latency, not AWS); conversations alternate between the two; each turn followed by its ideal protocol (one consistent Query + one conditional Put of the turn's own items and sizes, on a mirror session, issued bare by the same server process's SDK client); ${options.warmupSessions} conversations of warm-up on each; latency = client-side wall time of the HTTP turn vs the two calls.`,
+    `${options.sessions} conversations x ${options.turnsPerSession} turns over HTTP (10-node workflow, form at node 5; odd turns pause, even turns answer and complete) against each of three local stacks (bench/stack-server.ts: the Lambda entry points' wiring served by @hono/node-server, each in its own process): as the streaming Function URL entry serves turns (the run's listing written after the response), one on DynamoDB Local as it is and one on DynamoDB Local behind a TCP proxy adding ${delayMs} ms to every round trip (bench/lib/latency-proxy.ts: a simulation of AWS's network latency, not AWS); and behind the proxy as API Gateway's buffered entry serves them (the listing before the response); conversations alternate between them; each turn followed by its ideal protocol (one consistent Query + one conditional Put of the turn's own items and sizes, on a mirror session, issued bare by the same server process's SDK client); ${options.warmupSessions} conversations of warm-up on each; latency = client-side wall time of the HTTP turn vs the two calls.`,
   );
   let idealFailures = 0;
   const samples = new Map<LatencyMode['name'], Sample[]>(modes.map((m) => [m.name, []]));
@@ -115,8 +126,9 @@ export async function turnLatency(modes: [LatencyMode, LatencyMode], delayMs: nu
     await stack.forget(traces);
   };
   for (let s = 0; s < options.warmupSessions + options.sessions; s++) {
-    // each mode goes first every other conversation
-    for (const mode of s % 2 === 0 ? modes : [modes[1], modes[0]]) {
+    // each mode goes first in turn
+    const order = modes.map((_, i) => modes[(i + s) % modes.length] as LatencyMode);
+    for (const mode of order) {
       await converse(mode, s < options.warmupSessions ? null : (samples.get(mode.name) as Sample[]));
     }
   }
@@ -130,7 +142,7 @@ export async function turnLatency(modes: [LatencyMode, LatencyMode], delayMs: nu
       ['query -> pause at the form', all.filter((s) => s.kind === 'pause')],
       ['form answer -> completed', all.filter((s) => s.kind === 'answer')],
     ];
-    const label = mode.name === 'simulated' ? simulationLabel(delayMs) : 'DynamoDB Local as it is';
+    const label = LABELS[mode.name](delayMs);
     for (const [name, group] of groups) {
       if (group.length === 0) continue;
       const f = figures(group);
@@ -146,19 +158,20 @@ export async function turnLatency(modes: [LatencyMode, LatencyMode], delayMs: nu
     delayMs,
     local: figures(samples.get('local') as Sample[]),
     simulated: figures(simulatedSamples),
+    simulatedBuffered: figures(samples.get('simulatedBuffered') as Sample[]),
     operations,
     componentsPerTurn: mean(simulatedSamples.map((s) => s.components)),
     idealFailures,
   };
   const ops = Object.entries(operations).map(([op, n]) => `${op} x${n.toFixed(2)}`).join(', ');
-  console.log(`round trips per turn: ${fmt(result.simulated.roundTrips)} (${ops}; the same on both); the ideal: 2 (Query, PutItem); ideal calls refused on the mirror: ${idealFailures}`);
+  console.log(`round trips per turn: ${fmt(result.simulated.roundTrips)} (${ops}; the same on each, the streaming entry's listing update after the response); the ideal: 2 (Query, PutItem); ideal calls refused on the mirror: ${idealFailures}`);
   for (const mode of modes) {
     const f = result[mode.name];
     const extra = f.turnP50 - f.idealP50;
     console.log(
-      `${mode.name === 'simulated' ? simulationLabel(delayMs) : 'DynamoDB Local as it is'}: the turn takes ${fmt(extra)} ms more than the ideal (p50); inside it, ${fmt(f.dynamoMsP50)} ms waiting for DynamoDB, of which ${fmt(f.beyondIdealMsP50)} ms for the calls beyond the ideal's two; server CPU ${fmt(f.cpuUsP50 / 1000)} ms per turn (p50)`,
+      `${LABELS[mode.name](delayMs)}: the turn takes ${fmt(extra)} ms more than the ideal (p50); inside it, ${fmt(f.dynamoMsP50)} ms waiting for DynamoDB, of which ${fmt(f.beyondIdealMsP50)} ms for the calls beyond the ideal's two; server CPU ${fmt(f.cpuUsP50 / 1000)} ms per turn (p50)`,
     );
   }
-  console.log(`targets: p50 ratio <= 1.3 on the ${simulationLabel(delayMs)}: ${verdict(result.simulated.ratioP50, '<=', 1.3)} (p95 ${fmt(result.simulated.ratioP95)}); DynamoDB Local as it is: p50 ${fmt(result.local.ratioP50)}, p95 ${fmt(result.local.ratioP95)} (reported)`);
+  console.log(`targets: p50 ratio <= 1.3 on the ${simulationLabel(delayMs)}, streaming entry: ${verdict(result.simulated.ratioP50, '<=', 1.3)} (p95 ${fmt(result.simulated.ratioP95)}); buffered entry: p50 ${fmt(result.simulatedBuffered.ratioP50)} (reported); DynamoDB Local as it is: p50 ${fmt(result.local.ratioP50)}, p95 ${fmt(result.local.ratioP95)} (reported)`);
   return result;
 }

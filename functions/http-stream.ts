@@ -1,6 +1,7 @@
 /**
  * A Lambda Function URL in RESPONSE_STREAM mode -> the app, with live SSE. The invocation
- * ends once the body is written and every turn it started has settled.
+ * ends once the body is written and every turn it started has settled, with what a turn left
+ * for after its response (the run's listing).
  */
 import type { Context, LambdaFunctionURLEvent, StreamifyHandler } from 'aws-lambda';
 import { Hono } from 'hono';
@@ -8,7 +9,7 @@ import { streamHandle } from 'hono/aws-lambda';
 import { readConfig } from '../lib/config';
 import { createApp } from '../lib/http/app';
 import { appDeps } from '../lib/http/deps';
-import { settleInflight } from '../lib/http/inflight';
+import { settleInflight, track } from '../lib/http/inflight';
 import { packagedDocument } from '../lib/http/openapi';
 import { lambdaContext, withTelemetry } from '../lib/http/observability';
 import { buildRuntime, createTelemetry, invocationDeadline } from '../lib/runtime';
@@ -21,7 +22,11 @@ const telemetry = createTelemetry();
 const { logger } = telemetry;
 // turns still running shortly before the invocation times out are aborted: turn_error (or 503), claim given back
 const deadline = invocationDeadline(config.deadlineMarginMs);
-const runtime = buildRuntime(config, { logger, lifecycle: deadline.lifecycle });
+// the run's listing follows the response: the client has its answer a round trip sooner, and
+// the invocation ends only once it is written (settleInflight below)
+const afterResponse = (work: () => Promise<void>) =>
+  track(work().catch((error: unknown) => logger.error('the run listing was not updated; the next turn updates it', { error })));
+const runtime = buildRuntime(config, { logger, lifecycle: deadline.lifecycle, afterResponse });
 // a turn follower's stream ends within the function's 15 minutes; the client reconnects
 const app = withTelemetry(createApp({ ...appDeps(runtime), openapiDocument: packagedDocument(), followMaxMs: 14 * 60_000 }), telemetry);
 const responded = new WeakMap<object, () => void>();

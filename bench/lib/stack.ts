@@ -94,6 +94,8 @@ export interface StackOptions {
   endpoint?: string;
   /** Names the server's CPU profile directory under BENCH_PROFILE. @default 'stack' */
   name?: string;
+  /** Which Lambda entry point's wiring (bench/stack-server.ts BENCH_ENTRY). @default 'buffered' */
+  entry?: 'stream' | 'buffered';
 }
 
 export async function startStack(db: Database, options: StackOptions = {}): Promise<Stack> {
@@ -111,6 +113,7 @@ export async function startStack(db: Database, options: StackOptions = {}): Prom
       EASEL_DYNAMODB_TABLE: db.table,
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
       POWERTOOLS_SERVICE_NAME: 'easel',
+      BENCH_ENTRY: options.entry ?? 'buffered',
     },
   });
   closeSync(logFd);

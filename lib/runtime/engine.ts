@@ -29,6 +29,8 @@ export interface EngineParts {
   mcp?: { forTenant(tenant: string): RunMcp };
   /** What stops the entry point's turns (shutdown, an invocation's deadline); lib/runtime/lifecycle.ts. */
   lifecycle?: TurnLifecycle;
+  /** See TurnEngine `afterResponse`. */
+  afterResponse?: TurnEngine['afterResponse'];
 }
 
 export function buildEngine(config: Pick<EaselConfig, 'store' | 'stepBudgetTurn' | 'stepBudgetRun' | 'quotas' | 'tools'>, parts: EngineParts): TurnEngine {
@@ -54,5 +56,6 @@ export function buildEngine(config: Pick<EaselConfig, 'store' | 'stepBudgetTurn'
     stepBudgetRun: config.stepBudgetRun,
     ...(config.quotas ? { quotas: config.quotas } : {}),
     ...(parts.lifecycle ? { lifecycle: parts.lifecycle } : {}),
+    ...(parts.afterResponse ? { afterResponse: parts.afterResponse } : {}),
   };
 }

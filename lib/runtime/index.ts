@@ -19,7 +19,7 @@ import type { SsrfGuard } from '../outbound/ssrf';
 import type { StoreContext } from '../store/dynamo';
 import type { TurnEngine } from '../turns/execute';
 import type { TurnLifecycle } from '../turns/lifecycle';
-import { buildEngine } from './engine';
+import { buildEngine, type EngineParts } from './engine';
 import { buildGuard } from './guard';
 import { buildKnowledge } from './knowledge';
 import { buildMcpConnector } from './mcp';
@@ -71,6 +71,8 @@ export interface RuntimeOptions {
   lifecycle?: TurnLifecycle;
   /** Speaks MCP to tenants' servers. @default the SSRF-guarded connector (lib/runtime/mcp.ts) */
   mcpConnector?: McpConnector;
+  /** Work turns leave for after their response (TurnEngine `afterResponse`): entry points that send the response first. */
+  afterResponse?: EngineParts['afterResponse'];
 }
 
 export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}): Runtime {
@@ -93,6 +95,7 @@ export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}):
     knowledge,
     mcp,
     ...(options.lifecycle ? { lifecycle: options.lifecycle } : {}),
+    ...(options.afterResponse ? { afterResponse: options.afterResponse } : {}),
   });
   const queueUrl = config.queue.url;
   return {

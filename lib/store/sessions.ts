@@ -305,6 +305,12 @@ export interface Commit {
   create?: boolean;
   /** Refresh the listing when nothing listed changed after this long. @default 60 s */
   listingRefreshMs?: number;
+  /**
+   * Takes the head's listing update to run after the turn's response (see TurnEngine
+   * `afterResponse`); absent, it runs before commitTurn returns. A change of the form timer is
+   * always written before: a lost one would leave the form's timer unarmed.
+   */
+  deferListing?: (update: () => Promise<void>) => void;
   ttlSeconds: number;
   /** The run's form timer after this turn (epoch ms), or null. */
   dueAt: number | null;
@@ -394,12 +400,18 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
   }
 
   if (listingChanged(c, at)) {
-    await call('update the session head', () =>
-      ctx.doc.send(new UpdateCommand({ ...headUpdate(ctx, c, at, ttl), ...capacityParam(ctx) }))
-        .then((out) => reportCapacity(ctx, 'head', 'write', out.ConsumedCapacity)),
-    ).catch((error: unknown) => {
-      if (!(error instanceof ConditionFailed)) throw error;
-    });
+    const update = () =>
+      call('update the session head', () =>
+        ctx.doc.send(new UpdateCommand({ ...headUpdate(ctx, c, at, ttl), ...capacityParam(ctx) }))
+          .then((out) => reportCapacity(ctx, 'head', 'write', out.ConsumedCapacity)),
+      ).catch((error: unknown) => {
+        // a later turn's update came first: the head is newer than this one
+        if (!(error instanceof ConditionFailed)) throw error;
+      });
+    // nothing that reads a turn needs the listing (readers trust the records), so it may follow
+    // the response; a lost update is repaired by the next turn, as a failed one is
+    if (c.deferListing && (c.head.dueAt ?? null) === c.dueAt) c.deferListing(update);
+    else await update();
   }
   return { bytes };
 }

@@ -494,6 +494,7 @@ export async function commitCanvas(
     fingerprint: extra.fingerprint ?? claim?.fingerprint ?? null,
     ttlSeconds: ttlOf(engine),
     ...(engine.listingRefreshMs !== undefined ? { listingRefreshMs: engine.listingRefreshMs } : {}),
+    ...(engine.afterResponse ? { deferListing: engine.afterResponse } : {}),
     dueAt: state.status === 'waiting_for_input' ? (state.prompt?.due_at ?? null) : null,
     storedBlobs: extra.storedBlobs ?? prepared.loaded?.storedBlobs ?? new Set(),
     ...(extra.lease ? { lease: extra.lease } : {}),

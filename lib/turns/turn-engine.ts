@@ -37,6 +37,12 @@ export interface TurnEngine {
   quotas?: QuotaSettings;
   /** What stops turns from outside (a stopping server, an invocation about to time out); see lifecycle.ts. */
   lifecycle?: TurnLifecycle;
+  /**
+   * Takes work a turn leaves for after its response (the listing's update of the run's head),
+   * where the entry point can send the response first and finish the work before its invocation
+   * ends (a streaming Function URL). Absent: the work is done before the turn returns.
+   */
+  afterResponse?: (work: () => Promise<void>) => void;
 }
 
 export interface TurnRequest {

@@ -131,6 +131,18 @@ describe('functions/http-stream: Function URL in RESPONSE_STREAM mode', () => {
     expect(run).toMatchObject({ status: 200, json: { run_id: response.run_id, turn_number: 1, status: 'waiting_for_input' } });
   });
 
+  it('writes the run’s listing after the response, before the invocation ends', async () => {
+    const created = await invokeHttp('POST', '/workflows/v1/workflows', { body: { name: 'intake', dsl: formIntake } });
+    const first = await invokeStream('POST', `/workflows/v1/workflows/${created.json.id}/execute`, { body: { run_input: { query: 'hello' } } });
+    const runId = JSON.parse(first.text()).run_id as string;
+    const second = await invokeStream('POST', `/workflows/v1/workflows/${created.json.id}/execute`, {
+      body: { run_id: runId, run_input: { inputs: { name: 'Ada', age: 36, plan: 'pro' } } },
+    });
+    expect(JSON.parse(second.text())).toMatchObject({ status: 'completed', turn_number: 2 });
+    const listed = await invokeHttp('GET', `/workflows/v1/workflow-runs?workflow_id=${created.json.id}`);
+    expect(listed.json.items).toEqual([expect.objectContaining({ run_id: runId, status: 'completed', turn_number: 2 })]);
+  });
+
   it('serves plain JSON routes and errors through the same stream', async () => {
     const unauthorized = await invokeStream('GET', '/workflows/v1/workflows', { key: '' });
     expect(unauthorized.meta).toMatchObject({ statusCode: 401 });

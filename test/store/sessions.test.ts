@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand, DescribeStreamCommand } from '@aws-sdk/client-dynamodb-streams';
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
@@ -73,6 +74,28 @@ describe('session listing after a turn', () => {
     expect(listed.items).toEqual([expect.objectContaining({ id: runId, status: 'completed', turn: 2 })]);
     expect((await listSessions(engine.store, tenant, workflowId, { limit: 5, status: 'completed' })).items.map((i) => i.id)).toEqual([runId]);
     expect((await listSessions(engine.store, tenant, workflowId, { limit: 5, status: 'waiting_for_input' })).items).toEqual([]);
+  });
+
+  it('waits for the entry point when it takes the update for after the response; a timer is armed before', async () => {
+    const tenant = newTenant();
+    const later: (() => Promise<void>)[] = [];
+    const deferring = { ...engine, afterResponse: (work: () => Promise<void>) => void later.push(work) };
+    const workflowId = await newWorkflow(engine, tenant, fixture('form-intake'));
+    const runId = (await executeTurn(deferring, { tenant, workflowId, runInput: { query: 'hi' } })).response.run_id;
+    expect(later).toHaveLength(0); // the first turn writes its head with the record
+    await executeTurn(deferring, { tenant, workflowId, runId, runInput: answer });
+    expect(later).toHaveLength(1);
+    expect((await listSessions(engine.store, tenant, workflowId, { limit: 5 })).items).toEqual([expect.objectContaining({ status: 'waiting_for_input', turn: 1 })]);
+    await later.pop()!();
+    expect((await listSessions(engine.store, tenant, workflowId, { limit: 5 })).items).toEqual([expect.objectContaining({ status: 'completed', turn: 2 })]);
+
+    // a form with a timer: the head enters the timer index before the turn returns
+    const timed = await newWorkflow(engine, tenant, JSON.parse(readFileSync('examples/callback-request.json', 'utf8')).dsl);
+    const started = await createRun(engine, { tenant, workflowId: timed });
+    const paused = await executeTurn(deferring, { tenant, workflowId: timed, runId: started.head.id, runInput: { query: 'call me' } });
+    expect(paused.response.has_background_work).toBe(true);
+    expect(later).toHaveLength(0);
+    expect((await getHead(engine.store, tenant, started.head.id)).dueAt).toEqual(expect.any(Number));
   });
 
   it('fills a page past the sessions a status filter leaves out', async () => {
