@@ -93,6 +93,10 @@ export const TurnResponseSchema = z
     next_input_hint: z.unknown().nullable(),
     has_active_companions: z.boolean(),
     has_background_work: z.boolean(),
+    notice: z
+      .object({ code: z.enum(['query_not_used']), message: z.string() })
+      .optional()
+      .openapi({ description: 'Present only when something sent was not used: `query_not_used` — text sent to a run waiting for a form answered none of its fields (it was recorded, and the form is asked again)' }),
   })
   .openapi('TurnResponse');
 
