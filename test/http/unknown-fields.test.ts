@@ -38,9 +38,10 @@ describe('the field meant', () => {
 
 describe('the known names', () => {
   it('are read from the schema: a field added to the execute body is taken and suggested', () => {
-    const grown = ExecuteBody.extend({ on_busy: z.enum(['reject', 'enqueue']).optional() });
-    expect(grown.safeParse({ on_busy: 'enqueue' }).success).toBe(true);
-    const refused = grown.safeParse({ onBusy: 'enqueue' });
-    expect(refused.error?.issues[0]?.message).toBe('unknown field; did you mean on_busy? The body takes run_id, turn_number, run_input, callback_url, on_busy');
+    expect(ExecuteBody.safeParse({ run_input: { query: 'hi' }, priority_level: 'high' }).success).toBe(false);
+    const grown = ExecuteBody.extend({ priority_level: z.enum(['low', 'high']).optional() });
+    expect(grown.safeParse({ run_input: { query: 'hi' }, priority_level: 'high' }).success).toBe(true);
+    const refused = grown.safeParse({ priorityLevel: 'high' });
+    expect(refused.error?.issues[0]?.message).toBe(`unknown field; did you mean priority_level? The body takes ${[...Object.keys(ExecuteBody.shape), 'priority_level'].join(', ')}`);
   });
 });

@@ -6,6 +6,7 @@
  * execute body with a field it does not take, refused naming the field and the one meant.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ExecuteBody, RunInput } from '../../lib/http/schemas';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
 import { listSessions } from '../../lib/store/session-listing';
 import type { QueueMessage } from '../../lib/turns/queue';
@@ -70,8 +71,9 @@ describe('callback_url', () => {
 });
 
 describe('an execute body with a field it does not take', () => {
-  const TAKES = 'The body takes run_id, turn_number, run_input, callback_url';
-  const RUN_INPUT_TAKES = 'run_input takes query, inputs, command, files, user_id';
+  // the fields the schemas take, whatever is added to them
+  const TAKES = `The body takes ${Object.keys(ExecuteBody.shape).join(', ')}`;
+  const RUN_INPUT_TAKES = `run_input takes ${Object.keys(RunInput.shape).join(', ')}`;
   it.each([
     ['inputs at the top: the field meant is run_input.inputs', { inputs: { name: 'Ada' } }, 'inputs', `inputs: unknown field; did you mean run_input.inputs ({"run_input": {"inputs": ...}})? ${TAKES}`],
     ['query at the top', { query: 'hello' }, 'query', `query: unknown field; did you mean run_input.query ({"run_input": {"query": ...}})? ${TAKES}`],
