@@ -74,7 +74,15 @@ export async function printedTurn(client: EaselClient, workflowId: string, body:
   }
   // a stand-in answered in place of a model: said beside its answers
   if (run.stand_in) notes.write(`· note: answered by the ${run.stand_in.model} stand-in, not a language model (${run.stand_in.component_ids.join(', ')}). ${run.stand_in.notice}\n`);
+  // text the run could not use is said so, instead of the form coming back without a word
+  if (run.notice) notes.write(`· ${noticeLine(run.notice)}\n`);
   return run;
+}
+
+/** A turn's notice as one line for the terminal. */
+export function noticeLine(notice: { code: string; message: string }): string {
+  if (notice.code === 'query_not_used') return 'not used: the run waits for its form, and your text answers none of its fields (it was recorded); the form is asked again';
+  return `note: ${notice.message}`;
 }
 
 const RELOADING = new Set(['turn_conflict', 'turn_in_progress', 'not_waiting_for_input', 'run_finished']);

@@ -71,6 +71,8 @@ export interface RunState {
   error?: unknown;
   /** A stand-in (the echo model) answered in place of a model this turn. */
   stand_in?: { model: string; component_ids: string[]; notice: string };
+  /** Something sent this turn was not used (`query_not_used`: text sent while a form waits). */
+  notice?: { code: string; message: string };
 }
 
 export interface ExecuteBody {

@@ -183,15 +183,20 @@ export function createApp(deps: AppDeps): App {
   registerRagflowRoutes(app as unknown as Hono<AppEnv>, deps);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
-  let generated: unknown;
-  const document = deps.openapiDocument ?? (async () => (generated ??= openapiDocumentOf(app)));
+  let generated: Promise<unknown> | undefined;
+  const document = deps.openapiDocument ?? (() => (generated ??= openapiDocumentOf(app)));
   app.get('/openapi.json', async (c) => c.json(await document()));
   return app;
 }
 
-/** The OpenAPI document of an app's routes (what `npm run bundle` writes into the HTTP packages). */
-export function openapiDocumentOf(app: App): unknown {
-  return app.getOpenAPI31Document(OPENAPI_INFO);
+/**
+ * The OpenAPI document of an app's routes (what `npm run bundle` writes into the HTTP
+ * packages): the native routes' from their zod schemas, and the RAGFlow-compatible routes'
+ * from their descriptions (lib/http/ragflow/openapi.ts, loaded only here).
+ */
+export async function openapiDocumentOf(app: App): Promise<unknown> {
+  const { withRagflowRoutes } = await import('./ragflow/openapi');
+  return withRagflowRoutes(app.getOpenAPI31Document(OPENAPI_INFO));
 }
 
 /**

@@ -1,5 +1,6 @@
 /**
- * The API's OpenAPI 3.1 document (`GET /openapi.json`). Generating it walks every route's zod
+ * The API's OpenAPI 3.1 document (`GET /openapi.json`): the native routes and the
+ * RAGFlow-compatible ones (lib/http/ragflow/openapi.ts). Generating it walks every route's zod
  * schemas, which no Lambda should spend a cold request on: `npm run bundle` generates it once
  * and ships it in the HTTP functions' packages (`openapi.json` at the package root), and the
  * app serves that file; elsewhere (npm start, tests) the app generates it from its own routes.
@@ -9,7 +10,7 @@ import { join } from 'node:path';
 
 export const OPENAPI_INFO = {
   openapi: '3.1.0',
-  info: { title: 'Easel', version: '1', description: 'Pausable RAGFlow-format workflows as multi-turn sessions.' },
+  info: { title: 'Easel', version: '1', description: 'Pausable RAGFlow-format workflows as multi-turn sessions: the native API (/workflows/v1) and the RAGFlow-compatible API (/api/v1, tagged RAGFlow-compatible).' },
 } as const;
 
 /** Where a Lambda package keeps the generated document. */

@@ -1,8 +1,11 @@
 /**
  * Request and response schemas of the native API (zod 4), from which the OpenAPI 3.1 document
- * is generated. Requests are strict about types and lenient about unknown fields.
+ * is generated. Requests are strict about types; the execute body is strict about its fields
+ * too (a field it does not take would be dropped without a word: it is refused, naming the
+ * field meant), the others are lenient about unknown fields.
  */
 import { z } from '@hono/zod-openapi';
+import { unknownFieldError } from './unknown-fields';
 
 export const RUN_ID = z.string().regex(/^[0-9a-f]{32}$/, '32 lowercase hex characters').openapi({ example: '7f3c9a0e5b1d4e2f8a6b0c9d1e2f3a4b' });
 export const WORKFLOW_ID = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, '1-64 letters, digits, "_" or "-"');
@@ -52,18 +55,14 @@ export const CreateVersion = z
   .openapi('CreateVersion');
 
 export const RunInput = z
-  .looseObject({
+  .strictObject({
     query: z.string().max(100_000).optional(),
     inputs: z.record(z.string(), z.unknown()).optional().openapi({ description: 'Form values, raw or as {type, value}' }),
     command: z.enum(['stop']).optional(),
     files: z.array(z.unknown()).optional(),
     user_id: z.string().max(256).optional(),
-  })
+  }, { error: unknownFieldError({ question: 'query', message: 'query' }) })
   .openapi('RunInput');
-
-const EXECUTE_FIELDS = new Set(['run_id', 'turn_number', 'run_input', 'callback_url']);
-/** Fields of `run_input` a client may put one level too high. */
-const RUN_INPUT_FIELDS = new Set(['query', 'inputs', 'command', 'files', 'user_id']);
 
 export const ExecuteBody = z
   .strictObject({
@@ -76,12 +75,8 @@ export const ExecuteBody = z
       .optional()
       .openapi({ description: 'With `Prefer: respond-async`: told (a signed POST) when this turn pauses, completes, fails or is cancelled. An http(s) URL that the SSRF guard lets through, checked when the request comes (else 400 `invalid_request` naming `callback_url`)' }),
   }, {
-    // a field the body does not take would be dropped without a word: refused, naming it
-    error: (iss) => {
-      if (iss.code !== 'unrecognized_keys') return undefined;
-      const key = iss.keys[0] ?? '';
-      return RUN_INPUT_FIELDS.has(key) ? `unknown field; it goes inside run_input: {"run_input": {"${key}": ...}}` : `unknown field; the body takes ${[...EXECUTE_FIELDS].join(', ')}`;
-    },
+    // refused naming the field meant; the known fields are this schema's own, whatever is added to it
+    error: unknownFieldError({ session_id: 'run_id', question: 'run_input.query', turn: 'turn_number' }),
   })
   .openapi('ExecuteRequest');
 
@@ -98,6 +93,10 @@ export const TurnResponseSchema = z
     next_input_hint: z.unknown().nullable(),
     has_active_companions: z.boolean(),
     has_background_work: z.boolean(),
+    notice: z
+      .object({ code: z.enum(['query_not_used']), message: z.string() })
+      .optional()
+      .openapi({ description: 'Present only when something sent was not used: `query_not_used` — text sent to a run waiting for a form answered none of its fields (it was recorded, and the form is asked again)' }),
   })
   .openapi('TurnResponse');
 

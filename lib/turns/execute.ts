@@ -46,7 +46,7 @@ import { canvasOptions, compiled, resolveWorkflow, withHistory } from './compile
 import { resolveFileInputs } from './files';
 import { abortedBy, tracked, turnSignal } from './lifecycle';
 import { checkTurnQuota, countTurn, RateLimitedError, runQuotaApplies, takeRunQuota } from './quotas';
-import { buildResponse, standInOf } from './response';
+import { buildResponse, queryNotice, standInOf } from './response';
 import { derivedRunId, fingerprintOf, keyedTurn, keyHashOf, normalizedRequest, resolveKey } from './turn-keys';
 import { leaseOf, type Prepared, ttlOf, type TurnEngine, type TurnRequest, type TurnResult } from './turn-engine';
 
@@ -460,6 +460,7 @@ export async function commitCanvas(
   const turn = claim?.turn ?? head.turn + 1;
   const state = canvas.serialize();
   const standIn = standInOf(canvas.lastTurnCalls.records);
+  const notice = request.command ? undefined : queryNotice(head.status, request.runInput, state.status);
   const response = buildResponse({
     runId: head.id,
     workflowId: head.workflowId,
@@ -473,6 +474,7 @@ export async function commitCanvas(
     usage: canvas.lastTurnUsage,
     createdAt: new Date(now(engine)).toISOString(),
     ...(standIn ? { standIn } : {}),
+    ...(notice ? { notice } : {}),
   });
   const body = JSON.stringify(response);
   await request.hooks?.beforeCommit?.();

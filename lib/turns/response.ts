@@ -40,6 +40,32 @@ export interface TurnResponse {
    * default when none is configured): which, for which components, and what that means.
    */
   stand_in?: StandIn;
+  /** Present when something sent was not used (`TurnNotice`). */
+  notice?: TurnNotice;
+}
+
+/**
+ * Something the client sent that this turn did not use, said beside the answer. Present only
+ * when there is one (stored with the turn, so a replay says it again).
+ */
+export interface TurnNotice {
+  /** `query_not_used`: text sent to a run waiting for a form answered none of its fields. */
+  code: 'query_not_used';
+  message: string;
+}
+
+export const QUERY_NOT_USED_MESSAGE = 'the run is waiting for a form: the text sent was recorded (conversation history, sys.query) but answers none of its fields, so the form is asked again; send the form\'s values as inputs';
+
+/**
+ * The notice for text sent to a waiting run with no values for its form (DESIGN §7: the query
+ * is recorded and the form asked again): the turn started waiting, it carried a query and no
+ * input values, and it ends waiting.
+ */
+export function queryNotice(before: string, input: { query?: string | null; inputs?: Record<string, unknown> | null } | undefined, after: RunStatus): TurnNotice | undefined {
+  if (before !== 'waiting_for_input' || after !== 'waiting_for_input') return undefined;
+  if (typeof input?.query !== 'string' || input.query.trim() === '') return undefined;
+  if (input.inputs && Object.keys(input.inputs).length > 0) return undefined;
+  return { code: 'query_not_used', message: QUERY_NOT_USED_MESSAGE };
 }
 
 export interface StandIn {
@@ -89,6 +115,7 @@ export function buildResponse(args: {
   usage: TurnUsage;
   createdAt: string;
   standIn?: StandIn;
+  notice?: TurnNotice;
 }): TurnResponse {
   const end = args.events.at(-1);
   return {
@@ -112,6 +139,7 @@ export function buildResponse(args: {
     events: mergeMessageDeltas(args.events),
     created_at: args.createdAt,
     ...(args.standIn ? { stand_in: args.standIn } : {}),
+    ...(args.notice ? { notice: args.notice } : {}),
   };
 }
 

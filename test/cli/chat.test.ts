@@ -2,7 +2,8 @@
  * The `easel` command as users start it (node bin/easel.js, which loads lib/cli/main.ts
  * through tsx) against the app served on 127.0.0.1: `chat` driven through piped stdin to a
  * finished run (each form field prompted and answered, a wrong answer asked again, a file
- * uploaded from a path), `run` for a pause and its answer, `workflows list`, `workflows create`
+ * uploaded from a path, a decision by label or number), `run` for a pause and its answer (and
+ * text sent to a waiting run, said to be unused), `workflows list`, `workflows create`
  * from a RAGFlow template file, and the errors a user meets (server down, bad key, unknown
  * workflow, a stale turn, usage).
  */
@@ -141,6 +142,29 @@ describe('easel chat', () => {
     expect(done.stdout).toMatch(/Nothing to stop: run [0-9a-f]{32} is completed\. \/new starts a new run, \/quit ends\.\n/);
     expect(done.stdout).toMatch(/Bye\. Run [0-9a-f]{32} is at turn 1 \(completed\)\./);
   });
+  it('takes a decision by its label or its number, and an option by its name, through stdin', async () => {
+    const wf = await createWorkflow('Review', {
+      components: {
+        begin: { obj: { component_name: 'Begin', params: { mode: 'conversational' } }, downstream: ['UserFillUp:Review'], upstream: [] },
+        'UserFillUp:Review': {
+          obj: { component_name: 'UserFillUp', params: { tips: 'Refund this order?', inputs: { speed: { name: 'Speed', type: 'options', options: ['slow', 'fast'], optional: false } }, decisions: [{ id: 'approve', label: 'Approve refund', to: 'Message:Yes' }, { id: 'reject', label: 'Reject', to: 'Message:No' }] } },
+          downstream: ['Message:Yes', 'Message:No'],
+          upstream: ['begin'],
+        },
+        'Message:Yes': { obj: { component_name: 'Message', params: { content: ['Refunded ({UserFillUp:Review@speed}).'] } }, downstream: [], upstream: ['UserFillUp:Review'] },
+        'Message:No': { obj: { component_name: 'Message', params: { content: ['Refused ({UserFillUp:Review@decision_label}).'] } }, downstream: [], upstream: ['UserFillUp:Review'] },
+      },
+      globals: {},
+      variables: {},
+    });
+    const byLabel = await easel(['chat', wf], 'order 42\nFAST\napprove REFUND\n/quit\n');
+    expect(byLabel.code, byLabel.stderr).toBe(0);
+    expect(byLabel.stdout).toContain('Decision:\n  1) Approve refund\n  2) Reject\n');
+    expect(byLabel.stdout).toContain('assistant> Refunded (fast).\n');
+    const byNumber = await easel(['chat', wf], 'order 43\n1\n2\n/quit\n');
+    expect(byNumber.code, byNumber.stderr).toBe(0);
+    expect(byNumber.stdout).toContain('assistant> Refused (Reject).\n');
+  });
 });
 
 describe('easel run and workflows list', () => {
@@ -165,6 +189,23 @@ describe('easel run and workflows list', () => {
     const lines = list.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID +UPDATED +NAME$/);
     expect(lines.some((l) => l.startsWith(wf) && l.endsWith('Form intake'))).toBe(true);
+  });
+
+  it('says text sent to a run waiting for its form was not used, and how to answer the form', async () => {
+    const wf = await createWorkflow('Form intake', fixture('form-intake'));
+    const first = await easel(['run', wf, '--query', 'hello']);
+    const runId = /^run ([0-9a-f]{32})/.exec(first.stderr)?.[1] as string;
+    const text = await easel(['run', wf, '--run-id', runId, '--turn', '1', '--query', 'which plan is cheaper?']);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toBe('');
+    expect(text.stderr).toMatch(new RegExp(`^· not used: the run waits for its form, and your text answers none of its fields \\(it was recorded\\); the form is asked again\nrun ${runId} · turn 2 · waiting_for_input\nThe workflow asks: `));
+    expect(text.stderr).toContain(`Answer with: npx easel run ${wf} --run-id ${runId} --turn 2 --inputs '{"name":"...","age":0,"plan":"free"}'`);
+    // --json: the API's notice as it is
+    const json = await easel(['run', wf, '--run-id', runId, '--turn', '2', '--query', 'hello?', '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ turn_number: 3, notice: { code: 'query_not_used' } });
+    // text with the answers: used, nothing to say
+    const answered = await easel(['run', wf, '--run-id', runId, '--turn', '3', '--query', 'here', '--inputs', '{"name": "Ada", "age": 36, "plan": "free"}']);
+    expect(answered.stderr).toBe(`run ${runId} · turn 4 · completed\n`);
   });
 
   it('creates a workflow from a RAGFlow template file as it ships, with its English title', async () => {

@@ -104,6 +104,17 @@ def main():
     inputs = {"customer": {"type": "line", "value": "Grace"}, "tier": {"type": "options", "value": "gold"}}
     call("ask (stream=False, inputs)", lambda: [m.content for m in triage.create_session().ask("I want a refund please", stream=False, inputs=inputs)])
 
+    # text sent while a form waits: the answer carries Easel's notice, which the SDK passes over
+    call("create_agent (form)", lambda: rag.create_agent(title=f"Form {suffix}", dsl=config["agents"]["form"]))
+    form = next((a for a in rag.list_agents(page_size=100) if getattr(a, "title", None) == f"Form {suffix}"), None)
+    waiting = form.create_session() if form else None
+    call("ask (form waits)", lambda: [m.content for m in waiting.ask("hello", stream=False)])
+    call("ask (stream=False, form waits, text)", lambda: [m.content for m in waiting.ask("what is this form?", stream=False)])
+    call("ask (stream=True, form waits, text)", lambda: [m.content for m in waiting.ask("and now?", stream=True)])
+    call("POST /agents/chat/completions (form waits, text)", lambda: rag.post("/agents/chat/completions", {"agent_id": form.id, "session_id": waiting.id, "query": "still?", "stream": False}).json())
+    call("ask (stream=False, form answered)", lambda: [m.content for m in waiting.ask("", stream=False, inputs={"name": {"type": "line", "value": "Ada"}})])
+    call("delete_agent (form)", lambda: rag.delete_agent(form.id))
+
     # ---- deletes --------------------------------------------------------------------------
     call("delete_sessions (ids)", lambda: echo.delete_sessions(ids=[named["id"]]))
     call("list_sessions (after delete)", lambda: sorted(s.id for s in echo.list_sessions()))

@@ -1,7 +1,7 @@
 /**
  * RAGFlow's own Python SDK against Easel: a real server on 127.0.0.1 (the app `npm start`
  * serves, over DynamoDB Local), and ragflow-sdk-driver.py making every SDK call Easel supports —
- * agents, sessions, ask with and without streaming, deletes — then importing every stock
+ * agents, sessions, ask with and without streaming (also while a form waits), deletes — then importing every stock
  * template of the corpus. The driver reports; this file asserts.
  *
  * The corpus (RAGFlow's SDK and templates) is found at EASEL_RAGFLOW_CORPUS, by default
@@ -44,6 +44,11 @@ const ECHO = graph({
   'Message:Echo': ['Message', { content: ['You said: {sys.query}. Thanks for writing, have a good day!'] }],
 });
 const echoed = (q: string) => `You said: ${q}. Thanks for writing, have a good day!`;
+const FORM = graph({
+  begin: ['Begin', { mode: 'conversational' }, ['UserFillUp:Ask']],
+  'UserFillUp:Ask': ['UserFillUp', { tips: 'Your name?', inputs: { name: { name: 'Name', type: 'line', optional: false } } }, ['Message:Hi']],
+  'Message:Hi': ['Message', { content: ['Hello {UserFillUp:Ask@name}.'] }],
+});
 
 interface Call {
   call: string;
@@ -125,7 +130,7 @@ describe.skipIf(!present)('RAGFlow’s Python SDK against Easel', () => {
       other_api_key: await api.addKey(newTenant(), 'admin'),
       corpus: CORPUS,
       suffix,
-      agents: { echo: ECHO, triage: fixture('ragflow-begin-categorize') },
+      agents: { echo: ECHO, triage: fixture('ragflow-begin-categorize'), form: FORM },
       documents: { 'guide.md': GUIDE_MD, 'faq.txt': FAQ_TXT, 'broken.pdf': BROKEN_PDF },
     });
     if (process.env.EASEL_SDK_REPORT) writeFileSync(process.env.EASEL_SDK_REPORT, JSON.stringify(report, null, 1));
@@ -194,6 +199,17 @@ describe.skipIf(!present)('RAGFlow’s Python SDK against Easel', () => {
     const { contents } = value('ask (stream=True)') as { contents: string[]; shown: string };
     expect(contents.length).toBeGreaterThan(1);
     expect(contents.join('')).toBe(echoed('and again'));
+  });
+
+  it('keeps working when text sent while a form waits gets a notice: the form is asked again, then answered', () => {
+    expect(value('create_agent (form)')).toBeNull();
+    expect(value('ask (form waits)')).toEqual(['']);
+    expect(value('ask (stream=False, form waits, text)')).toEqual(['']);
+    // the stream holds user_inputs and the notice frame, no message: the SDK yields nothing
+    expect(value('ask (stream=True, form waits, text)')).toEqual([]);
+    expect(value('POST /agents/chat/completions (form waits, text)')).toMatchObject({ code: 0, data: { event: 'user_inputs', notice: { code: 'query_not_used' } } });
+    expect(value('ask (stream=False, form answered)')).toEqual(['Hello Ada.']);
+    expect(value('delete_agent (form)')).toBeNull();
   });
 
   it('deletes sessions by id and all of them, then the agents', () => {

@@ -2,9 +2,11 @@
  * What the native API refuses at the door: a callback URL the worker could never call (not
  * http(s), or refused by the SSRF guard) before anything starts, an execute key for workflows
  * the tenant does not have; a timer fired on a run with none armed, answered with a code of its
- * own and the run's real status; a queue failure answered without the queue's own words.
+ * own and the run's real status; a queue failure answered without the queue's own words; an
+ * execute body with a field it does not take, refused naming the field and the one meant.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ExecuteBody, RunInput } from '../../lib/http/schemas';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
 import { listSessions } from '../../lib/store/session-listing';
 import type { QueueMessage } from '../../lib/turns/queue';
@@ -69,14 +71,35 @@ describe('callback_url', () => {
 });
 
 describe('an execute body with a field it does not take', () => {
-  it('is refused naming the field, and where a run_input field goes; nothing starts', async () => {
+  // the fields the schemas take, whatever is added to them
+  const TAKES = `The body takes ${Object.keys(ExecuteBody.shape).join(', ')}`;
+  const RUN_INPUT_TAKES = `run_input takes ${Object.keys(RunInput.shape).join(', ')}`;
+  it.each([
+    ['inputs at the top: the field meant is run_input.inputs', { inputs: { name: 'Ada' } }, 'inputs', `inputs: unknown field; did you mean run_input.inputs ({"run_input": {"inputs": ...}})? ${TAKES}`],
+    ['query at the top', { query: 'hello' }, 'query', `query: unknown field; did you mean run_input.query ({"run_input": {"query": ...}})? ${TAKES}`],
+    ['another case', { run_input: { query: 'x' }, runId: 'abc' }, 'runId', `runId: unknown field; did you mean run_id? ${TAKES}`],
+    ['a misspelling', { callbak_url: 'https://example.com/' }, 'callbak_url', `callbak_url: unknown field; did you mean callback_url? ${TAKES}`],
+    ["RAGFlow's name", { session_id: 'abc', question: 'hi' }, 'session_id', `session_id: unknown field; did you mean run_id? ${TAKES}; also unknown: question`],
+    ['nothing plausible', { colour: 'blue' }, 'colour', `colour: unknown field. ${TAKES}`],
+    ['inside run_input, misspelt', { run_input: { input: { name: 'Ada' } } }, 'run_input.input', `run_input.input: unknown field; did you mean run_input.inputs? ${RUN_INPUT_TAKES}`],
+    ['inside run_input, nothing plausible', { run_input: { webhook_payload: { body: {} } } }, 'run_input.webhook_payload', `run_input.webhook_payload: unknown field. ${RUN_INPUT_TAKES}`],
+  ])('%s: 400 invalid_request naming it and the field meant; nothing starts', async (_, body, field, error) => {
     const workflowId = await newWorkflow(form);
-    const misplaced = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { inputs: { name: 'Ada' } } });
-    expect(misplaced.status).toBe(400);
-    expect(misplaced.json).toMatchObject({ code: 'invalid_request', field: 'inputs', error: 'inputs: unknown field; it goes inside run_input: {"run_input": {"inputs": ...}}' });
-    const stray = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body: { run_input: { query: 'x' }, runId: 'abc' } });
-    expect(stray.json).toMatchObject({ code: 'invalid_request', field: 'runId', error: 'runId: unknown field; the body takes run_id, turn_number, run_input, callback_url' });
+    const refused = await api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body });
+    expect(refused.status).toBe(400);
+    expect(refused.json).toMatchObject({ code: 'invalid_request', field, error });
     expect((await listSessions(api.engine.store, api.tenant, workflowId, { limit: 5 })).items).toEqual([]);
+  });
+
+  it('refuses inputs at the top of a turn on a waiting run: the form is not asked again, the run stays at its turn', async () => {
+    const workflowId = await newWorkflow(form);
+    const execute = `/workflows/v1/workflows/${workflowId}/execute`;
+    const first = await api.call('POST', execute, { body: { run_input: { query: 'hi' } } });
+    expect(first.json).toMatchObject({ status: 'waiting_for_input', turn_number: 1 });
+    const misplaced = await api.call('POST', execute, { body: { run_id: first.json.run_id, turn_number: 1, inputs: { name: 'Ada' } } });
+    expect(misplaced.status).toBe(400);
+    expect(misplaced.json).toMatchObject({ code: 'invalid_request', field: 'inputs' });
+    expect((await api.call('GET', `/workflows/v1/workflow-runs/${first.json.run_id}`)).json).toMatchObject({ status: 'waiting_for_input', turn_number: 1 });
   });
 });
 

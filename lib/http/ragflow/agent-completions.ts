@@ -11,13 +11,16 @@
  *
  * Easel's own terminal events (`workflow_failed`, `workflow_cancelled`, `workflow_aborted`) go
  * out on both paths; on the `agent` path an answer without `message_end` or `user_inputs` is
- * built from them, so a failure is never an empty answer.
+ * built from them, so a failure is never an empty answer. A turn's `notice` (text sent while a
+ * form waits, lib/turns/response.ts) is `data.notice` of an answer, and a `notice` frame
+ * before `[DONE]` of a stream.
  */
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
 import type { CanvasEvent } from '../../canvas';
 import { isRecord } from '../../canvas/references';
 import { getHead } from '../../store/sessions';
+import type { TurnNotice } from '../../turns/response';
 import type { AppDeps } from '../app';
 import { feedStream, SSE_HEADERS, startStreamedTurn } from '../sse';
 import type { RagflowEnv } from './context';
@@ -86,6 +89,11 @@ class RagflowEvents {
     return out;
   }
 
+  /** Easel's `notice` frame: `{event: "notice", ..., data: {code, message}}`. */
+  noticeFrame(notice: TurnNotice): Frame {
+    return { event: 'notice', message_id: this.messageId, created_at: this.createdAt, task_id: this.sessionId, data: { ...notice }, session_id: this.sessionId };
+  }
+
   /** The answer without streaming, as RAGFlow builds it on this path. */
   answer(): Frame | { session_id: string } {
     const final = this.path === 'workflow' ? this.last : (this.end ?? this.firstInputs ?? this.terminal);
@@ -117,7 +125,9 @@ export async function agentCompletion(c: Context<RagflowEnv>, deps: AppDeps, age
     const result = await runConversation(deps, conv, { onLoaded });
     if (result.replayed) await replayedPath(deps, conv, events);
     for (const e of result.response.events) events.frame(e);
-    return c.json({ code: 0, data: events.answer() });
+    // beside the answer's fields, where RAGFlow's clients (which read `data.content`) leave it
+    const notice = result.response.notice;
+    return c.json({ code: 0, data: { ...events.answer(), ...(notice ? { notice } : {}) } });
   }
 
   const { stream, write, close } = feedStream();
@@ -140,6 +150,8 @@ export async function agentCompletion(c: Context<RagflowEnv>, deps: AppDeps, age
         await replayedPath(deps, conv, events).catch(() => undefined);
         for (const e of result.response.events) send(e);
       }
+      // a frame of its own at the end: clients that follow `message` events pass over it
+      if (result.response.notice) write(`data:${JSON.stringify(events.noticeFrame(result.response.notice))}\n\n`);
       write('data:[DONE]\n\n');
       close();
     },

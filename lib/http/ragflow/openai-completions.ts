@@ -3,7 +3,8 @@
  * `/agents/chat/completions` with `openai-compatible`): the last user message is the query; the
  * session continues through `session_id` (or `metadata.session_id`, `id`, `metadata.id`); every
  * response and chunk names the session as its `id` and carries an `easel` object with the
- * run's status, turn and what it waits for; form answers go in `metadata.inputs`. Its new
+ * run's status, turn and what it waits for, and the turn's `notice` (null unless text sent
+ * while a form waits answered none of it); form answers go in `metadata.inputs`. Its new
  * sessions are on RAGFlow's `agent` path, with RAGFlow's Begin rules. A turn's references
  * (retrieved chunks) come as RAGFlow sends them: a chunk with `delta.reference` per
  * `message_end` that has some, or `message.reference` in a whole answer.
@@ -37,6 +38,7 @@ export async function openaiCompletion(c: Context<RagflowEnv>, deps: AppDeps, ag
     status: r?.status ?? 'running',
     turn_number: r?.turn_number ?? null,
     next_input_hint: r?.next_input_hint ?? null,
+    notice: r?.notice ?? null,
   });
   const base = { id: conv.sessionId, created, model: agentId };
 
