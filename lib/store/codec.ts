@@ -116,7 +116,11 @@ export function decompress(bytes: Uint8Array): string {
 let dictionary: Buffer | undefined;
 const recordDictionary = () => (dictionary ??= Buffer.from(RECORD_DICTIONARY_V1, 'utf8'));
 
-/** Level 9 costs ~0.1 ms on a record of a few KB and saves a few percent over the default. */
+/**
+ * Measured on turn records of the example workflows (3-6 KB of JSON): ~44 µs a record at level 9
+ * against brotli's ~76 µs at quality 5, for about half its bytes (470 B against 895 B); level 6
+ * is within 1% of either figure. Reading one back takes ~16 µs.
+ */
 function deflateWithDictionary(text: string): Uint8Array {
   return deflateRawSync(Buffer.from(text, 'utf8'), { level: 9, memLevel: 9, dictionary: recordDictionary() });
 }
