@@ -3,7 +3,8 @@
  * (Playwright's `page.clock`) so nothing waits on the wall clock: a form's timer is counted
  * down, the timer is fired in the background through the pump route, the open page shows the
  * timer turn at its next poll (and not before) and keeps the overtaken form read-only; an
- * answer sent from another client shows up the same way. The run list reopens an older run
+ * answer sent from another client shows up the same way; reads back off from 2 s to 30 s and
+ * stop while the page is hidden. The run list reopens an older run
  * with its history and its pending form, for an admin key (the API's listing), a public key
  * (the runs whose tokens this browser holds) and a public key with an end-user token (that
  * user's listing).
@@ -131,7 +132,7 @@ describe('live updates', () => {
     await page.close();
   });
 
-  it('shows an answer sent by another client at the next poll, and backs off while nothing moves', async () => {
+  it('backs off while nothing moves, reads nothing while hidden, and shows an answer sent by another client at the next poll', async () => {
     const wf = await createWorkflow(api, 'Form intake', fixture('form-intake'));
     const page = await newPage(browser);
     const requests: string[] = [];
@@ -154,6 +155,20 @@ describe('live updates', () => {
       shown = await readDone(page, shown, next);
       expect(reads(requests, runId)).toBe(count + 1);
     }
+
+    // a hidden page reads nothing; shown again, it reads at once
+    const visibility = (state: 'hidden' | 'visible') => page.evaluate(`(() => {
+      Object.defineProperty(document, 'visibilityState', { value: '${state}', configurable: true });
+      document.dispatchEvent(new Event('visibilitychange'));
+    })()`);
+    await visibility('hidden');
+    expect(await live.textContent()).toBe('paused while the page is hidden');
+    const hidden = reads(requests, runId);
+    await page.clock.runFor(120_000);
+    expect(reads(requests, runId)).toBe(hidden);
+    await visibility('visible');
+    shown = await readDone(page, shown, 4);
+    expect(reads(requests, runId)).toBe(hidden + 1);
 
     const answered = await api.call('POST', `/workflows/v1/workflows/${wf}/execute`, { body: { run_id: runId, turn_number: 1, run_input: { inputs: { name: 'Grace', age: 45, plan: 'free' } } } });
     expect(answered.json.status).toBe('completed');
@@ -202,6 +217,8 @@ describe('the run list', () => {
     await form.getByRole('button', { name: 'Submit' }).click();
     await page.getByText('Welcome Ada (36), plan free; city .').waitFor();
     expect((await api.call('GET', `/workflows/v1/workflow-runs/${older}`)).json).toMatchObject({ status: 'completed', turn_number: 2 });
+    // its row says so, without listing again
+    expect(await list.locator(`button.run-item[title="${older}"]`).textContent()).toMatch(/^completedturn 2/);
     expect((await api.call('GET', `/workflows/v1/workflow-runs/${newer}`)).json).toMatchObject({ status: 'waiting_for_input', turn_number: 1 });
     await page.close();
   });

@@ -54,7 +54,7 @@ describe('the playground page', () => {
     expect(js.headers.get('cache-control')).toContain('immutable');
     // what it imports is addressed by content hash too, so a versioned page pins every module
     const imports = [...js.text.matchAll(/from '\.\/([a-z-]+\.js)\?v=([0-9a-f]{12})';/g)].map((m) => m[1]);
-    expect(imports.sort()).toEqual(['api.js', 'fields.js', 'live.js', 'run-list.js', 'transcript.js']);
+    expect(imports.sort()).toEqual(['api.js', 'fields.js', 'form-view.js', 'live.js', 'run-list.js', 'transcript.js']);
     expect(js.text).not.toMatch(/from '\.\/[a-z-]+\.js';/);
     for (const name of MODULES) {
       const module = await plain.call('GET', `/playground/assets/${name}`, { key: null });

@@ -17,10 +17,9 @@
  */
 
 /** @typedef {import('./fields.js').Field} Field */
-/** @typedef {import('./fields.js').FieldControl} FieldControl */
 /** @typedef {import('./api.js').EngineEvent} EngineEvent */
 /** @typedef {import('./api.js').ApiErrorBody} ApiErrorBody */
-/** @typedef {{component_id: string, tips: string, inputs: Record<string, Field>}} Hint */
+/** @typedef {import('./form-view.js').Hint} Hint */
 /**
  * What a turn's response and a run's description have in common (`timer_due_at`: the description only).
  * @typedef {{run_id: string, workflow_id?: string, status: string, turn_number: number, is_terminal?: boolean, turn_in_progress?: number | null, next_input_hint: Hint | null, has_background_work?: boolean, timer_due_at?: string | null, stand_in?: {model: string, component_ids: string[], notice: string}}} RunState
@@ -28,10 +27,11 @@
 /** @typedef {{turn_number: number, request?: {command?: string | null, run_input?: {query?: string, inputs?: Record<string, unknown>, command?: string}}, response: {events?: EngineEvent[], status?: string, turn_number?: number}}} StoredTurn */
 /** @typedef {{runId: string, turnNumber: number, status: string, isTerminal: boolean, hint: Hint | null, timerDueAt: number | null}} Run */
 
-import { adoptCredentialsFromUrl, ApiFailure, asFailure, call, FIXED_WORKFLOW, getJson, keyStore, RAGFLOW_API, readSse, userTokenStore } from './api.js';
-import { display, fieldControl, h } from './fields.js';
+import { adoptCredentialsFromUrl, ApiFailure, asFailure, call, FIXED_WORKFLOW, getJson, keyStore, readPrologue, readSse, userTokenStore } from './api.js';
+import { display, h } from './fields.js';
+import { FormView } from './form-view.js';
 import { Poller, remaining } from './live.js';
-import { listRuns, renderRunList } from './run-list.js';
+import { listRuns, renderRunList, updateRunRow } from './run-list.js';
 import { Transcript, TurnView } from './transcript.js';
 
 // ---- the page ------------------------------------------------------------------------------
@@ -109,7 +109,7 @@ const state = {
   busy: false,
   /** The last turn whose messages are on screen. */
   shownTurn: 0,
-  /** @type {{entry: HTMLElement, fieldset: HTMLFieldSetElement, submit: HTMLButtonElement, turn: number, countdown: HTMLElement | null} | null} the open form */
+  /** @type {FormView | null} the open form */
   form: null,
   /** The armed timer's time was seen to pass: the run is read again soon. */
   dueNoticed: false,
@@ -124,7 +124,7 @@ function setBusy(busy, label = '') {
   ui.select.disabled = busy;
   ui.send.textContent = busy ? 'Running…' : 'Send';
   ui.transcript.setAttribute('aria-busy', String(busy));
-  if (state.form) state.form.submit.disabled = busy;
+  state.form?.setBusy(busy);
   if (busy) {
     poller.schedule(); // no read while a turn of ours runs
     setStatus(label, true);
@@ -177,6 +177,7 @@ function applyRunState(s) {
   if (s.status === 'waiting_for_input' && s.next_input_hint) renderForm(s.next_input_hint, state.run);
   describeRun();
   syncUrl();
+  updateRunRow(ui.runs, state.run);
   // a turn's response says a timer is armed, not when it fires: the run's description does
   if (s.has_background_work && s.timer_due_at === undefined) poller.now();
   else poller.reset();
@@ -214,22 +215,13 @@ function tickCountdown() {
   const due = run?.status === 'waiting_for_input' ? run.timerDueAt : null;
   ui.factTimerLabel.hidden = due === null;
   ui.factTimer.hidden = due === null;
-  const form = state.form;
   if (due === null) {
-    form?.countdown?.remove();
-    if (form) form.countdown = null;
+    state.form?.setCountdown(null);
     return;
   }
   const left = remaining(due, Date.now());
   ui.factTimer.textContent = left === 'now' ? 'due now' : `fires in ${left}`;
-  if (form && !form.countdown) {
-    form.countdown = h('p', { class: 'countdown', role: 'timer' });
-    form.fieldset.querySelector('legend')?.after(form.countdown);
-  }
-  if (form?.countdown) {
-    form.countdown.textContent = left === 'now' ? 'Time is up: the workflow goes on without an answer at its next check.' : `Time left to answer: ${left}`;
-    form.countdown.classList.toggle('due', left === 'now');
-  }
+  state.form?.setCountdown(left === 'now' ? 'Time is up: the workflow goes on without an answer at its next check.' : `Time left to answer: ${left}`, left === 'now');
   if (left === 'now' && !state.dueNoticed) {
     state.dueNoticed = true;
     poller.reset();
@@ -428,101 +420,34 @@ function showStoredTurn(t, asked) {
 // ---- forms ---------------------------------------------------------------------------------
 
 function closeForm() {
-  state.form?.entry.remove();
+  state.form?.remove();
   state.form = null;
 }
 
-/**
- * The open form stays where it is, read-only, saying why; one being sent from here is gone
- * (its answers are on screen, marked as not sent).
- * @param {string} why
- */
+/** The open form, overtaken by a turn committed elsewhere: read-only, saying why. @param {string} why */
 function freezeForm(why) {
-  const form = state.form;
-  if (!form) return;
+  state.form?.freeze(why);
   state.form = null;
-  if (form.entry.hidden) {
-    form.entry.remove();
-    return;
-  }
-  form.fieldset.disabled = true;
-  form.countdown?.remove();
-  form.entry.classList.add('closed');
-  form.fieldset.append(h('p', { class: 'closed-note', role: 'status', text: why }));
 }
 
 /** @param {Hint} hint @param {Run} run */
 function renderForm(hint, run) {
-  const prefix = `f${run.turnNumber}`;
-  const controls = Object.entries(hint.inputs).map(([key, field]) => fieldControl(prefix, key, field, upload));
-  // a decision's buttons submit the form. Enter in a text field submits with the form's first
-  // enabled submit button (Chromium skips disabled ones): with a decision that is a hidden
-  // button whose submission is ignored, so Enter never picks a decision
-  const decides = Object.values(hint.inputs).some((f) => f.decisions && f.decisions.length > 0);
-  const submit = h('button', { type: 'submit', class: 'primary', text: 'Submit', hidden: decides, tabindex: decides ? -1 : undefined, 'aria-hidden': decides ? 'true' : undefined });
-  const fieldset = h('fieldset', {}, [
-    h('legend', { id: `${prefix}-legend`, text: 'The workflow asks' }),
-    hint.tips ? h('p', { class: 'tips', text: hint.tips }) : null,
-    decides ? submit : null,
-    ...controls.map((c) => c.root),
-    // kept in view at the bottom of the conversation while the form is taller than it
-    h('p', { class: 'form-actions' }, [decides ? null : submit, h('span', { class: 'note', text: 'Fields marked * are required.' })]),
-  ]);
-  const form = h('form', { class: 'form', 'aria-labelledby': `${prefix}-legend` }, [fieldset]);
-  const entry = transcript.add(h('li', { class: 'entry form-entry' }, [form]));
-  state.form = { entry, fieldset, submit, turn: run.turnNumber, countdown: null };
-  form.addEventListener('submit', (e) => {
-    e.preventDefault();
-    if (decides && !(e.submitter instanceof HTMLButtonElement && e.submitter.classList.contains('decision'))) return;
-    void submitForm(form, fieldset, controls);
+  state.form = new FormView((entry) => transcript.add(entry), hint, run.turnNumber, {
+    upload,
+    busy: () => state.busy,
+    answersEntry: (rows) => transcript.answers(rows),
+    unreadable: async (error) => {
+      const failure = asFailure(error);
+      if (failure.body.code === 'unauthorized') await explain(failure);
+      else showAlert(`Could not read the form: ${failure.body.error}`);
+      setBusy(false);
+    },
+    send: async (inputs, _rows, answers) => {
+      const outcome = await runTurn({ inputs }, answers);
+      if (outcome.ok) return { sent: true };
+      return { sent: false, ...(outcome.failure.body.code === 'invalid_inputs' ? { problems: outcome.failure.body.fields ?? [] } : {}) };
+    },
   });
-  entry.scrollIntoView({ block: 'nearest' });
-  controls[0]?.focusable.focus({ preventScroll: true });
-}
-
-/** @param {HTMLFormElement} form @param {HTMLFieldSetElement} fieldset @param {FieldControl[]} controls */
-async function submitForm(form, fieldset, controls) {
-  if (state.busy) return;
-  for (const c of controls) c.showError(null);
-  if (!form.reportValidity()) return;
-  fieldset.disabled = true;
-  /** @type {Record<string, unknown>} */
-  const inputs = {};
-  /** @type {[string, string][]} */
-  const rows = [];
-  try {
-    for (const c of controls) {
-      const value = await c.read();
-      if (value === undefined) continue;
-      inputs[c.key] = value;
-      rows.push([c.label, c.describe ? c.describe(value) : display(value)]);
-    }
-  } catch (error) {
-    fieldset.disabled = false;
-    const failure = asFailure(error);
-    if (failure.body.code === 'unauthorized') await explain(failure);
-    else showAlert(`Could not read the form: ${failure.body.error}`);
-    setBusy(false);
-    return;
-  }
-  const open = state.form;
-  const formEntry = open?.entry;
-  const answers = transcript.answers(rows);
-  formEntry?.after(answers);
-  if (formEntry) formEntry.hidden = true;
-  const outcome = await runTurn({ inputs }, answers);
-  if (outcome.ok) return; // the run's next state replaced the form
-  if (open && open === state.form) {
-    // not reloaded (refused answers, or the server was unreachable): the form stays, to try again
-    answers.remove();
-    open.entry.hidden = false;
-    fieldset.disabled = false;
-    if (outcome.failure.body.code === 'invalid_inputs') {
-      const problems = outcome.failure.body.fields ?? [];
-      for (const p of problems) controls.find((c) => c.key === p.field || p.field.endsWith(`.${c.key}`))?.showError(p.message);
-      controls.find((c) => problems.some((p) => p.field === c.key || p.field.endsWith(`.${c.key}`)))?.focusable.focus();
-    }
-  }
 }
 
 /** @param {File} file @returns {Promise<string>} the file id */
@@ -537,26 +462,14 @@ async function upload(file) {
 
 // ---- the prologue: what the workflow's Begin says first -----------------------------------
 
-/** RAGFlow's Begin says this when its DSL sets no prologue (lib/components/begin.ts). */
-const DEFAULT_PROLOGUE = "Hi! I'm your smart assistant. What can I do for you?";
-
 /**
- * A workflow's prologue, read from its DSL through the RAGFlow-compatible agent view, which
- * admin keys and end-user tokens may read; '' when there is none or the key may not read it.
+ * A workflow's prologue, read once per page ('' when there is none or the key may not read it).
  * @param {string} workflowId @returns {Promise<string>}
  */
 function prologueOf(workflowId) {
   let known = state.prologues.get(workflowId);
   if (!known) {
-    known = call(`/agents/${encodeURIComponent(workflowId)}`, {}, RAGFLOW_API)
-      .then((res) => res.json())
-      .then((body) => {
-        const components = Object.values(body?.code === 0 ? (body.data?.dsl?.components ?? {}) : {});
-        const params = components.find((c) => c?.obj?.component_name === 'Begin')?.obj?.params;
-        if (!params || String(params.mode ?? '').toLowerCase() === 'webhook' || params.enablePrologue === false) return '';
-        return typeof params.prologue === 'string' ? params.prologue : DEFAULT_PROLOGUE;
-      })
-      .catch(() => '');
+    known = readPrologue(workflowId);
     state.prologues.set(workflowId, known);
   }
   return known;
@@ -603,15 +516,6 @@ async function openRun(runId) {
   setPanel(false);
   void showPrologue();
   await reloadRun(runId);
-  markCurrentRun();
-}
-
-function markCurrentRun() {
-  const current = state.run?.runId;
-  for (const button of ui.runs.querySelectorAll('button.run-item')) {
-    if (button.getAttribute('title') === current) button.setAttribute('aria-current', 'true');
-    else button.removeAttribute('aria-current');
-  }
 }
 
 // ---- the side panel: beside the conversation, or folded away on a narrow screen --------------
@@ -721,7 +625,7 @@ function newRun() {
   resetView();
   describeRun();
   syncUrl();
-  markCurrentRun();
+  updateRunRow(ui.runs, null);
   void showPrologue();
   ui.input.focus();
 }

@@ -51,7 +51,7 @@ export function bundleMarkdown(): string {
 }
 
 /** The browser modules served under assets/: markdown.js bundled, the others as written. */
-export const MODULES = ['app.js', 'api.js', 'fields.js', 'form.js', 'live.js', 'markdown.js', 'run-list.js', 'transcript.js'] as const;
+export const MODULES = ['app.js', 'api.js', 'fields.js', 'form.js', 'form-view.js', 'live.js', 'markdown.js', 'run-list.js', 'transcript.js'] as const;
 
 const IMPORT = /from '\.\/([a-z-]+\.js)';/g;
 

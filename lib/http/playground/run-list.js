@@ -74,3 +74,24 @@ export function renderRunList(list, runs, current, open) {
     return h('li', {}, [button]);
   }));
 }
+
+/**
+ * The shown run's row after one of its turns: marked current, its status and turn brought up
+ * to date without listing again. `null`: no run is shown.
+ * @param {HTMLOListElement} list @param {{runId: string, status: string, turnNumber: number} | null} run
+ */
+export function updateRunRow(list, run) {
+  for (const button of list.querySelectorAll('button.run-item')) {
+    const current = run !== null && button.getAttribute('title') === run.runId;
+    if (current) button.setAttribute('aria-current', 'true');
+    else button.removeAttribute('aria-current');
+    if (!current || !run) continue;
+    const badge = button.querySelector('.badge');
+    if (badge) {
+      badge.textContent = run.status;
+      badge.className = `badge badge-${run.status}`;
+    }
+    const turn = button.querySelector('.run-turn');
+    if (turn) turn.textContent = `turn ${run.turnNumber}`;
+  }
+}
