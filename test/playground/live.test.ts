@@ -181,6 +181,13 @@ describe('live updates', () => {
     // what was typed here stays visible, read-only; the answer that counted is shown by its labels
     expect(await form.getByLabel('Full name').inputValue()).toBe('typed here');
     expect(await page.locator('.entry.user').filter({ hasText: 'Grace' }).textContent()).toContain('Full name');
+
+    // a conversational run goes on being read; deleted, it is said so, and reading stops
+    await readDone(page, shown, 2);
+    expect((await api.call('DELETE', `/workflows/v1/workflow-runs/${runId}`)).status).toBe(204);
+    await page.clock.runFor(2_000);
+    await page.getByText('This run no longer exists').waitFor();
+    await page.locator('#fact-live').filter({ hasText: 'off: the run has ended' }).waitFor();
     await page.close();
   });
 });

@@ -123,12 +123,15 @@ export function adoptCredentialsFromUrl() {
   const url = new URL(location.href);
   const fragment = new URLSearchParams(url.hash.slice(1));
   const key = url.searchParams.get('key');
-  const userToken = fragment.get('user_token') ?? url.searchParams.get('user_token');
+  const inFragment = fragment.get('user_token');
+  const userToken = inFragment ?? url.searchParams.get('user_token');
   if (key === null && userToken === null) return;
   url.searchParams.delete('key');
   url.searchParams.delete('user_token');
-  fragment.delete('user_token');
-  url.hash = fragment.toString();
+  if (inFragment !== null) {
+    fragment.delete('user_token');
+    url.hash = fragment.toString();
+  }
   history.replaceState(history.state, '', url.pathname + url.search + url.hash);
   if (key !== null && key.trim() !== '') keyStore.set(key.trim());
   if (userToken !== null && userToken.trim() !== '') userTokenStore.set(userToken.trim());

@@ -187,6 +187,7 @@ function applyRunState(s) {
 
 const poller = new Poller(pollRun, () => {
   if (!state.run || !keyStore.get()) return '–';
+  if (!ui.keyForm.hidden) return 'waiting for a valid key';
   if (state.run.isTerminal) return 'off: the run has ended';
   if (state.busy) return 'a turn of this page is running';
   return null;
@@ -198,7 +199,23 @@ const poller = new Poller(pollRun, () => {
 async function pollRun() {
   const run = state.run;
   if (!run) return false;
-  const current = /** @type {RunState} */ (await getJson(`/workflow-runs/${encodeURIComponent(run.runId)}`));
+  /** @type {RunState} */
+  let current;
+  try {
+    current = await getJson(`/workflow-runs/${encodeURIComponent(run.runId)}`);
+  } catch (error) {
+    const failure = asFailure(error);
+    if (state.run !== run) return false;
+    if (failure.body.code === 'not_found') {
+      // deleted or expired: there is nothing more to read
+      run.isTerminal = true;
+      transcript.note('This run no longer exists (deleted, or expired after a long idle time).', 'error');
+      describeRun();
+    } else if (failure.body.code === 'unauthorized') {
+      await explain(failure);
+    }
+    throw failure;
+  }
   if (state.run !== run || state.busy) return false; // another run, or a turn of ours, since
   if (current.turn_number === run.turnNumber && current.status === run.status) {
     run.timerDueAt = current.timer_due_at ? Date.parse(current.timer_due_at) : null;
