@@ -159,6 +159,7 @@ describe('the page sources', () => {
     expect(markdown).toContain('DOMPurify');
     // the libraries' licences travel with their code
     expect(markdown).toMatch(/@license DOMPurify/);
+    expect(markdown).toMatch(/^\/\*!\n \* marked v\d+\.\d+\.\d+ - a markdown parser\n \* Copyright/);
     expect(markdown.length).toBeLessThan(120_000);
   });
 
