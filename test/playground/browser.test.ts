@@ -1,40 +1,30 @@
 /**
  * The playground in a real headless Chromium (Debian's `chromium` through playwright-core)
  * against the app served on 127.0.0.1: the form-intake fixture completed through the page
- * (key typed, workflow picked, message sent, form filled and submitted, the streamed
- * "Welcome ..." message) with the README's screenshot taken on the way; every field type
+ * at desktop and phone sizes (key typed, workflow picked, the prologue, message sent, form
+ * filled and submitted, the streamed "Welcome ..." message; on a phone the conversation takes
+ * the height and Submit is in view) with the docs' screenshots taken on the way; every field type
  * including a file upload; two tabs on one run, where the stale one is told the turn was
  * already answered and reloads; and the page embedded in an iframe of another origin with an
  * execute key passed once in the URL.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from '../helpers/canvas';
 import { testEngine } from '../helpers/engine';
 import { type Served, serveApp } from '../helpers/http';
+import { createWorkflow as create, DESKTOP, failOnPageProblems, launchChromium, newPage as open, PHONE, screenshot, textOf as text, type Viewport } from './chromium';
 
-const CHROMIUM = '/usr/bin/chromium';
-const SCREENSHOT = fileURLToPath(new URL('../../docs/playground.png', import.meta.url));
 const ALL_FIELDS = JSON.parse(readFileSync(new URL('./all-fields.json', import.meta.url), 'utf8')) as Record<string, unknown>;
 
 let browser: Browser;
 let api: Served;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`Chromium is not installed at ${CHROMIUM}: the browser tests need it. Install it with \`apt-get install -y --no-install-recommends chromium\` (.ci/run does so when it is missing).`);
-  }
-  [browser, api] = await Promise.all([
-    chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    }),
-    serveApp(testEngine()),
-  ]);
+  [browser, api] = await Promise.all([launchChromium(), serveApp(testEngine())]);
 }, 30_000);
 
 afterAll(async () => {
@@ -42,30 +32,16 @@ afterAll(async () => {
   await api?.close();
 });
 
-async function createWorkflow(name: string, dsl: unknown, on: Served = api): Promise<string> {
-  const res = await on.call('POST', '/workflows/v1/workflows', { body: { name, dsl } });
-  expect(res.status).toBe(201);
-  return res.json.id as string;
-}
+failOnPageProblems();
 
-/** Uncaught errors of the page's script and Content-Security-Policy violations, per test. */
-const problems: string[] = [];
-afterEach(() => {
-  expect(problems.splice(0)).toEqual([]);
+const createWorkflow = (name: string, dsl: unknown, on: Served = api) => create(on, name, dsl);
+const newPage = (context?: BrowserContext, viewport: Viewport = DESKTOP): Promise<Page> => open(browser, context ? { context } : { viewport });
+
+/** Nothing covers the middle of the element: a click there reaches it. */
+const uncovered = (element: Locator) => element.evaluate((node) => {
+  const r = node.getBoundingClientRect();
+  return node.ownerDocument.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2) === node;
 });
-
-/** A page in a browser profile of its own, or in `context` (tabs of one visitor). */
-async function newPage(context?: BrowserContext): Promise<Page> {
-  const page = context ? await context.newPage() : await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  page.setDefaultTimeout(10_000);
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  page.on('console', (message) => {
-    if (/Content Security Policy/i.test(message.text())) problems.push(`CSP: ${message.text()}`);
-  });
-  return page;
-}
-
-const text = async (page: Page, selector: string) => ((await page.locator(selector).textContent()) ?? '').trim();
 
 /** Begin -> UserFillUp:Review (one field and two decisions) -> a Message for each decision. */
 function reviewWorkflow(tips: string, field: Record<string, unknown>, decisions: { id: string; label: string; says: string }[]) {
@@ -85,9 +61,12 @@ function reviewWorkflow(tips: string, field: Record<string, unknown>, decisions:
 }
 
 describe('the playground in Chromium', () => {
-  it('completes the form-intake workflow: key, workflow, message, form, streamed answer', async () => {
+  it.each([
+    ['desktop', DESKTOP, 'playground-desktop.png'],
+    ['phone', PHONE, 'playground-phone.png'],
+  ] as const)('completes the form-intake workflow at %s size: key, workflow, prologue, message, form, streamed answer', async (size, viewport, picture) => {
     const wf = await createWorkflow('Form intake', fixture('form-intake'));
-    const page = await newPage();
+    const page = await newPage(undefined, viewport);
     await page.goto(`${api.url}/playground`);
 
     // a key the server refuses is said so; the key is then typed once
@@ -98,6 +77,8 @@ describe('the playground in Chromium', () => {
     await page.getByRole('button', { name: 'Use key' }).click();
     await page.getByLabel('Workflow').selectOption(wf);
     expect(await page.evaluate('sessionStorage.getItem("easel.playground.key")')).toBe(api.adminKey);
+    // the Begin's prologue comes first
+    await page.locator('.entry.prologue').getByText("Hello! Let's get you registered.").waitFor();
 
     // a message starts the run; the pause is a form
     await page.getByLabel('Message').fill('I would like to sign up');
@@ -110,25 +91,46 @@ describe('the playground in Chromium', () => {
     const runId = await text(page, '#fact-run');
     expect(runId).toMatch(/^[0-9a-f]{32}$/);
     expect(page.url()).toContain(`run=${runId}`);
+    expect(await page.locator('#transcript > li').first().getAttribute('class')).toContain('prologue');
     // the first field has the focus; required and optional fields are marked
     expect(await page.evaluate('document.activeElement?.getAttribute("name")')).toBe('name');
     expect(await form.getByLabel('Full name').getAttribute('required')).toBe('');
     await form.getByText('(optional)').first().waitFor();
+
+    const submit = form.getByRole('button', { name: 'Submit' });
+    if (size === 'phone') {
+      // the conversation takes the height; the run's panel is folded away behind a button
+      const conversation = await page.locator('#transcript').boundingBox();
+      expect(conversation!.height).toBeGreaterThanOrEqual(viewport.height / 2);
+      expect(await page.locator('#side').isVisible()).toBe(false);
+      const toggle = page.getByRole('button', { name: 'Run details' });
+      expect(await toggle.getAttribute('aria-expanded')).toBe('false');
+      await toggle.click();
+      await page.locator('#side').getByText(runId).waitFor({ state: 'visible' });
+      await page.keyboard.press('Escape');
+      await page.locator('#side').waitFor({ state: 'hidden' });
+      // Submit is on screen, not covered, without scrolling the page or the conversation
+      expect(await page.evaluate('[window.scrollY, document.documentElement.scrollWidth <= innerWidth]')).toEqual([0, true]);
+      const box = (await submit.boundingBox())!;
+      expect(box.y).toBeGreaterThanOrEqual(0);
+      expect(box.y + box.height).toBeLessThanOrEqual(viewport.height);
+      expect(box.x + box.width).toBeLessThanOrEqual(viewport.width);
+      expect(await uncovered(submit)).toBe(true);
+    }
 
     await form.getByLabel('Full name').fill('Ada');
     await form.getByLabel('Age').fill('36');
     await form.getByLabel('Plan').selectOption('pro');
     await form.getByLabel('Newsletter').check();
     await form.getByLabel('Profile').fill('{"city": "London"}');
-    // the README's picture: the form, filled in, about to be submitted
-    mkdirSync(fileURLToPath(new URL('../../docs/', import.meta.url)), { recursive: true });
-    // the README's picture: written when missing or asked for, so test runs leave the tree clean
-    const shot = await page.screenshot(existsSync(SCREENSHOT) && !process.env.EASEL_UPDATE_SCREENSHOT ? {} : { path: SCREENSHOT });
-    expect(shot.byteLength).toBeGreaterThan(1000);
-    await form.getByRole('button', { name: 'Submit' }).click();
+    // the docs' picture: the form, filled in, about to be submitted
+    if (size === 'phone') await form.getByLabel('Full name').scrollIntoViewIfNeeded();
+    await screenshot(page, picture);
+    await submit.click();
 
     await page.getByText('Welcome Ada (36), plan pro; city London.').waitFor();
-    await page.locator('#fact-status').filter({ hasText: 'completed' }).waitFor();
+    // (on a phone the run's facts are in the folded panel: there, not visible)
+    await page.locator('#fact-status').filter({ hasText: 'completed' }).waitFor({ state: 'attached' });
     expect(await text(page, '#fact-turn')).toBe('2');
     expect(await page.locator('form.form').count()).toBe(0);
     const timeline = await page.locator('#timeline .ev-name').allTextContents();
@@ -178,13 +180,44 @@ describe('the playground in Chromium', () => {
 
     const message = page.locator('.entry.assistant').filter({ hasText: 'Filed Broken lamp' });
     await message.waitFor();
-    const content = (await message.textContent()) ?? '';
+    // rendered as markdown: its line break is a <br>, read back as a newline
+    const content = await message.innerText();
     expect(content).toContain('It flickers.\nThen it stops. / size large / count 3 / ratio 0.25 / urgent true / tag lights / doc {"file_id":"file_');
     // the workflow sees the uploaded file resolved from the id the page sent
     expect(content).toContain('"name":"lamp.txt","size":15,"mime_type":"text/plain","text":"flicker flicker"');
     const fileId = /"file_id":"(file_[0-9a-f]{32})"/.exec(content)?.[1];
     const stored = await api.call('GET', `/workflows/v1/files/${fileId}`);
     expect(stored.json).toMatchObject({ name: 'lamp.txt', size: 15 });
+    await page.close();
+  });
+
+  it('keeps a long form\'s Submit in view at phone size, wherever the form is scrolled', async () => {
+    const wf = await createWorkflow('All fields', ALL_FIELDS);
+    const page = await newPage(undefined, PHONE);
+    await page.goto(`${api.url}/playground/${wf}?key=${encodeURIComponent(api.adminKey)}`);
+    await page.getByLabel('Message').fill('report');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const form = page.locator('form.form');
+    await form.waitFor();
+    const transcript = page.locator('#transcript');
+    // the form is taller than the conversation: it scrolls inside it
+    expect((await form.boundingBox())!.height).toBeGreaterThan((await transcript.boundingBox())!.height);
+    const submit = form.getByRole('button', { name: 'Submit' });
+    /** Submit is inside the conversation's visible part and nothing covers it. */
+    const inView = async () => {
+      const area = (await transcript.boundingBox())!;
+      const box = (await submit.boundingBox())!;
+      return box.y >= area.y && box.y + box.height <= area.y + area.height && (await uncovered(submit));
+    };
+    for (const where of ['start', 'center', 'end'] as const) {
+      await form.evaluate((node, block) => node.scrollIntoView({ block }), where);
+      expect(await inView(), `scrolled to its ${where}`).toBe(true);
+    }
+    // clicked where it is: the browser's own check of the required fields answers
+    await form.evaluate((node) => node.scrollIntoView({ block: 'start' }));
+    await submit.click();
+    expect(await form.getByLabel('Title').evaluate((input) => input.matches(':invalid'))).toBe(true);
+    expect(await text(page, '#fact-turn')).toBe('1');
     await page.close();
   });
 
@@ -274,8 +307,11 @@ describe('the playground in Chromium', () => {
     expect(await stranger.getByText('sign me up', { exact: true }).count()).toBe(0);
     await stranger.close();
 
-    // tab B opens the same run: it reads the run and shows the same form
+    // tab B opens the same run: it reads the run and shows the same form. Its clock stands
+    // still, so it does not read the run again by itself (live.test.ts has that): it stays stale
     const b = await newPage(visitor);
+    await b.clock.install();
+    await b.clock.pauseAt(Date.now() + 1_000);
     await b.goto(`${api.url}/playground/${wf}?run=${runId}&key=${encodeURIComponent(embedKey)}`);
     await b.locator('form.form').waitFor();
     expect(await text(b, '#fact-turn')).toBe('1');

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, readConfig } from '../../lib/config';
-import { GENERATED_PATH, renderAssets } from '../../lib/http/playground/build';
+import { bundleMarkdown, GENERATED_PATH, MODULES, renderAssets } from '../../lib/http/playground/build';
 import { testEngine } from '../helpers/engine';
 import { type Served, serveApp } from '../helpers/http';
 
@@ -47,12 +47,21 @@ describe('the playground page', () => {
     expect((await plain.call('GET', '/playground/not.a.workflow', { key: null })).status).toBe(404);
   });
 
-  it('serves its module and stylesheet without a key, cacheable for good when versioned', async () => {
+  it('serves its modules and stylesheet without a key, cacheable for good when versioned', async () => {
     const js = await plain.call('GET', '/playground/assets/app.js?v=1', { key: null });
     expect(js.status).toBe(200);
     expect(js.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
     expect(js.headers.get('cache-control')).toContain('immutable');
-    expect(js.text).toContain("sessionStorage");
+    // what it imports is addressed by content hash too, so a versioned page pins every module
+    const imports = [...js.text.matchAll(/from '\.\/([a-z-]+\.js)\?v=([0-9a-f]{12})';/g)].map((m) => m[1]);
+    expect(imports.sort()).toEqual(['api.js', 'fields.js', 'form-view.js', 'live.js', 'run-list.js', 'transcript.js']);
+    expect(js.text).not.toMatch(/from '\.\/[a-z-]+\.js';/);
+    for (const name of MODULES) {
+      const module = await plain.call('GET', `/playground/assets/${name}`, { key: null });
+      expect(module.status, name).toBe(200);
+      expect(module.headers.get('cache-control'), name).toBe('no-cache');
+    }
+    expect((await plain.call('GET', '/playground/assets/nothing.js', { key: null })).status).toBe(404);
     const css = await plain.call('GET', '/playground/assets/app.css', { key: null });
     expect(css.headers.get('content-type')).toBe('text/css; charset=utf-8');
     expect(css.headers.get('cache-control')).toBe('no-cache');
@@ -144,7 +153,17 @@ describe('the page sources', () => {
     expect(readFileSync(GENERATED_PATH, 'utf8'), 'lib/http/playground/assets.generated.ts is stale: run `npm run build:playground`').toBe(renderAssets());
   });
 
-  it('type-check: app.js against the DOM types (lib/http/playground/tsconfig.json)', () => {
+  it('bundle marked and DOMPurify into markdown.js: one module that imports nothing', () => {
+    const markdown = bundleMarkdown();
+    expect(markdown).not.toMatch(/\bimport\s*[{("'*]|\bfrom\s*["']/);
+    expect(markdown).toContain('DOMPurify');
+    // the libraries' licences travel with their code
+    expect(markdown).toMatch(/@license DOMPurify/);
+    expect(markdown).toMatch(/^\/\*!\n \* marked v\d+\.\d+\.\d+ - a markdown parser\n \* Copyright/);
+    expect(markdown.length).toBeLessThan(120_000);
+  });
+
+  it('type-check: the modules against the DOM types (lib/http/playground/tsconfig.json)', () => {
     const tsc = fileURLToPath(new URL('../../node_modules/typescript/bin/tsc', import.meta.url));
     const project = fileURLToPath(new URL('../../lib/http/playground/tsconfig.json', import.meta.url));
     const result = spawnSync(process.execPath, [tsc, '-p', project], { encoding: 'utf8' });

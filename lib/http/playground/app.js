@@ -1,220 +1,40 @@
 // @ts-check
 /**
- * The Easel playground: one ES module, no framework, no build step. It talks to the native
- * API of the server that served it (`<prefix>/workflows/v1/...`) with the key the user entered,
- * which stays in this tab's sessionStorage. A turn is POSTed with `Accept: text/event-stream`
- * and read through fetch's ReadableStream (EventSource cannot POST): `message` deltas stream
- * into the transcript, every event goes to the timeline, and `turn_response` (the committed
- * body) or `turn_error` (nothing committed) ends it. A pause is rendered as a real form.
+ * The Easel playground: hand-written ES modules, no framework. It talks to the native API of
+ * the server that served it (api.js) with the key the user entered. A turn is POSTed with
+ * `Accept: text/event-stream`: `message` deltas stream into the transcript as markdown
+ * (transcript.js, markdown.js), every event goes to the timeline, and `turn_response` (the
+ * committed body) or `turn_error` (nothing committed) ends it. A pause is rendered as a real
+ * form. Between turns the run is read again with backoff (live.js), so a turn committed
+ * elsewhere — a form's timer, another tab, a queued turn — shows up, and the form it
+ * overtook becomes read-only; a timer's deadline is counted down. The side panel lists the
+ * workflow's runs the key may reopen (run-list.js); on a phone it folds away behind a button.
  *
  * URL: /playground (pick a workflow), /playground/{workflow_id} (that one only; for iframes),
- * `?run=<run_id>` reopens a run, `?key=<key>` is taken once (for embeds: use an execute key),
- * moved to sessionStorage and removed from the address bar.
+ * `?run=<run_id>` reopens a run, `?key=<key>` and `user_token` are taken once (api.js).
  *
- * Type-checked with lib/http/playground/tsconfig.json (test/playground/assets.test.ts).
+ * Type-checked with lib/http/playground/tsconfig.json (test/playground/routes.test.ts).
  */
 
 /** @typedef {import('./fields.js').Field} Field */
-/** @typedef {{component_id: string, tips: string, inputs: Record<string, Field>}} Hint */
-/** @typedef {{event: string, data: any}} EngineEvent */
+/** @typedef {import('./api.js').EngineEvent} EngineEvent */
+/** @typedef {import('./api.js').ApiErrorBody} ApiErrorBody */
+/** @typedef {import('./form-view.js').Hint} Hint */
 /**
- * What a turn's response and a run's description have in common.
- * @typedef {{run_id: string, workflow_id?: string, status: string, turn_number: number, is_terminal?: boolean, turn_in_progress?: number | null, next_input_hint: Hint | null, stand_in?: {model: string, component_ids: string[], notice: string}}} RunState
+ * What a turn's response and a run's description have in common (`timer_due_at`: the description only).
+ * @typedef {{run_id: string, workflow_id?: string, status: string, turn_number: number, is_terminal?: boolean, turn_in_progress?: number | null, next_input_hint: Hint | null, has_background_work?: boolean, timer_due_at?: string | null, stand_in?: {model: string, component_ids: string[], notice: string}}} RunState
  */
-/** @typedef {{code: string, error: string, current_turn_number?: number | null, status?: string, fields?: {field: string, message: string}[]}} ApiErrorBody */
-/** @typedef {{turn_number: number, request?: {run_input?: {query?: string, inputs?: Record<string, unknown>, command?: string}}, response: {events?: EngineEvent[], status?: string, turn_number?: number}}} StoredTurn */
-/** @typedef {import('./fields.js').FieldControl} FieldControl */
+/** @typedef {{turn_number: number, request?: {command?: string | null, run_input?: {query?: string, inputs?: Record<string, unknown>, command?: string}}, response: {events?: EngineEvent[], status?: string, turn_number?: number}}} StoredTurn */
+/** @typedef {{runId: string, turnNumber: number, status: string, isTerminal: boolean, hint: Hint | null, timerDueAt: number | null}} Run */
 
-import { display, fieldControl, h } from './fields.js';
+import { adoptCredentialsFromUrl, ApiFailure, asFailure, call, FIXED_WORKFLOW, getJson, keyStore, readPrologue, readSse, userTokenStore } from './api.js';
+import { display, h } from './fields.js';
+import { FormView } from './form-view.js';
+import { Poller, remaining } from './live.js';
+import { listRuns, renderRunList, updateRunRow } from './run-list.js';
+import { Transcript, TurnView } from './transcript.js';
 
-const KEY_STORAGE = 'easel.playground.key';
-const route = /^(.*?)\/playground(?:\/([^/]+))?\/?$/.exec(location.pathname);
-const API = `${route?.[1] ?? ''}/workflows/v1`;
-const FIXED_WORKFLOW = route?.[2] ? decodeURIComponent(route[2]) : null;
-
-// ---- the key: sessionStorage (memory where storage is blocked, e.g. some iframes) ----------
-
-/** @type {string | null} */
-let memoryKey = null;
-const keyStore = {
-  get() {
-    try {
-      return sessionStorage.getItem(KEY_STORAGE) ?? memoryKey;
-    } catch {
-      return memoryKey;
-    }
-  },
-  /** @param {string} key */
-  set(key) {
-    memoryKey = key;
-    try {
-      sessionStorage.setItem(KEY_STORAGE, key);
-    } catch {
-      // storage blocked: memory only
-    }
-  },
-  clear() {
-    memoryKey = null;
-    try {
-      sessionStorage.removeItem(KEY_STORAGE);
-    } catch {
-      // storage blocked
-    }
-  },
-};
-
-// ---- run tokens: what opens each run to an execute key (docs/access.md); in localStorage, ----
-// ---- so a visitor's other tabs and reloads reach their runs, and no other browser does ----
-
-const RUN_TOKENS_STORAGE = 'easel.runTokens';
-/** @type {Record<string, string>} */
-let memoryRunTokens = {};
-const runTokens = {
-  /** @returns {Record<string, string>} */
-  all() {
-    try {
-      return JSON.parse(localStorage.getItem(RUN_TOKENS_STORAGE) ?? 'null') ?? memoryRunTokens;
-    } catch {
-      return memoryRunTokens;
-    }
-  },
-  /** @param {string} runId */
-  get(runId) {
-    return this.all()[runId];
-  },
-  /** @param {string} token `rt1.<run id>.<key id>.<mac>` */
-  remember(token) {
-    const runId = token.split('.')[1];
-    if (!runId) return;
-    // the newest 50 runs of this tab
-    const entries = Object.entries({ ...this.all(), [runId]: token }).slice(-50);
-    memoryRunTokens = Object.fromEntries(entries);
-    try {
-      localStorage.setItem(RUN_TOKENS_STORAGE, JSON.stringify(memoryRunTokens));
-    } catch {
-      // storage blocked: memory only
-    }
-  },
-};
-
-/** `?key=` is accepted once (embeds): kept in sessionStorage, removed from the URL and history. */
-function adoptKeyFromUrl() {
-  const url = new URL(location.href);
-  const key = url.searchParams.get('key');
-  if (key === null) return;
-  url.searchParams.delete('key');
-  history.replaceState(history.state, '', url.pathname + url.search + url.hash);
-  if (key.trim() !== '') keyStore.set(key.trim());
-}
-
-// ---- the API -------------------------------------------------------------------------------
-
-class ApiFailure extends Error {
-  /** @param {number} status @param {ApiErrorBody} body */
-  constructor(status, body) {
-    super(body.error);
-    this.status = status;
-    this.body = body;
-  }
-}
-
-/** @param {Response} res @returns {Promise<ApiErrorBody>} */
-async function errorBody(res) {
-  const text = await res.text().catch(() => '');
-  try {
-    const parsed = JSON.parse(text);
-    if (parsed && typeof parsed.code === 'string') return parsed;
-  } catch {
-    // not JSON
-  }
-  return { code: `http_${res.status}`, error: text.slice(0, 200) || `HTTP ${res.status}` };
-}
-
-/** @param {string} path @param {RequestInit} [init] */
-async function call(path, init = {}) {
-  const headers = new Headers(init.headers);
-  const key = keyStore.get();
-  if (key) headers.set('authorization', `Bearer ${key}`);
-  // the run this request is about, by its path or its body: its token goes with it
-  const runId = /\/workflow-runs\/([0-9a-f]{32})/.exec(path)?.[1] ?? (typeof init.body === 'string' ? /"run_id":"([0-9a-f]{32})"/.exec(init.body)?.[1] : undefined);
-  const runToken = runId ? runTokens.get(runId) : undefined;
-  if (runToken) headers.set('easel-run-token', runToken);
-  /** @type {Response} */
-  let res;
-  try {
-    res = await fetch(API + path, { ...init, headers });
-  } catch {
-    throw new ApiFailure(0, { code: 'network', error: 'cannot reach the server' });
-  }
-  const issued = res.headers.get('easel-run-token');
-  if (issued) runTokens.remember(issued);
-  if (!res.ok) throw new ApiFailure(res.status, await errorBody(res));
-  return res;
-}
-
-/** @param {string} path @returns {Promise<any>} */
-async function getJson(path) {
-  return (await call(path)).json();
-}
-
-/** @param {unknown} error @returns {ApiFailure} */
-function asFailure(error) {
-  if (error instanceof ApiFailure) return error;
-  return new ApiFailure(0, { code: 'client_error', error: error instanceof Error ? error.message : String(error) });
-}
-
-/**
- * The frames of a server-sent event stream, as they arrive.
- * @param {ReadableStream<Uint8Array>} body
- * @returns {AsyncGenerator<EngineEvent>}
- */
-async function* readSse(body) {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (value) buffer = (buffer + decoder.decode(value, { stream: true })).replace(/\r\n/g, '\n');
-      let end;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const frame = parseFrame(buffer.slice(0, end));
-        buffer = buffer.slice(end + 2);
-        if (frame) yield frame;
-      }
-      if (done) break;
-    }
-    const last = parseFrame(buffer);
-    if (last) yield last;
-  } finally {
-    reader.releaseLock();
-  }
-}
-
-/** @param {string} block @returns {EngineEvent | null} */
-function parseFrame(block) {
-  let event = 'message';
-  /** @type {string[]} */
-  const data = [];
-  for (const line of block.split('\n')) {
-    if (line === '' || line.startsWith(':')) continue;
-    const colon = line.indexOf(':');
-    const field = colon < 0 ? line : line.slice(0, colon);
-    let value = colon < 0 ? '' : line.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'event') event = value;
-    else if (field === 'data') data.push(value);
-  }
-  if (data.length === 0) return null;
-  const text = data.join('\n');
-  try {
-    return { event, data: JSON.parse(text) };
-  } catch {
-    return { event, data: text };
-  }
-}
-
-// ---- DOM helpers ---------------------------------------------------------------------------
+// ---- the page ------------------------------------------------------------------------------
 
 /**
  * @template {HTMLElement} T
@@ -230,6 +50,9 @@ function byId(id, type) {
 
 const ui = {
   status: byId('status-line', HTMLElement),
+  panelToggle: byId('panel-toggle', HTMLButtonElement),
+  panelClose: byId('panel-close', HTMLButtonElement),
+  side: byId('side', HTMLElement),
   keyForm: byId('key-form', HTMLFormElement),
   keyInput: byId('key-input', HTMLInputElement),
   keyInfo: byId('key-info', HTMLElement),
@@ -247,8 +70,16 @@ const ui = {
   factRun: byId('fact-run', HTMLElement),
   factStatus: byId('fact-status', HTMLElement),
   factTurn: byId('fact-turn', HTMLElement),
+  factTimerLabel: byId('fact-timer-label', HTMLElement),
+  factTimer: byId('fact-timer', HTMLElement),
+  factLive: byId('fact-live', HTMLElement),
+  runs: byId('runs', HTMLOListElement),
+  runsNote: byId('runs-note', HTMLElement),
+  runsRefresh: byId('runs-refresh', HTMLButtonElement),
   timeline: byId('timeline', HTMLOListElement),
 };
+
+const transcript = new Transcript(ui.transcript, ui.timeline);
 
 /** @param {string} text @param {boolean} [busy] */
 function setStatus(text, busy = false) {
@@ -268,47 +99,7 @@ function clearAlert() {
   ui.alert.textContent = '';
 }
 
-/** Appends to the transcript, following the bottom unless the reader scrolled up. */
-/** @param {HTMLElement} entry */
-function addEntry(entry) {
-  const list = ui.transcript;
-  const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
-  list.append(entry);
-  if (atBottom) list.scrollTop = list.scrollHeight;
-  return entry;
-}
-
-function followBottom() {
-  const list = ui.transcript;
-  if (list.scrollHeight - list.scrollTop - list.clientHeight < 160) list.scrollTop = list.scrollHeight;
-}
-
-/** @param {string} text */
-function userBubble(text) {
-  return addEntry(h('li', { class: 'entry user' }, [h('span', { class: 'who', text: 'You' }), h('p', { class: 'text', text })]));
-}
-
-/** @param {[string, string][]} rows */
-function answersBubble(rows) {
-  const list = h('dl', { class: 'answers' });
-  for (const [label, value] of rows) list.append(h('dt', { text: label }), h('dd', { text: value }));
-  return h('li', { class: 'entry user' }, [h('span', { class: 'who', text: 'You answered' }), rows.length ? list : h('p', { class: 'text muted', text: '(nothing)' })]);
-}
-
-/** @param {string} text @param {'info' | 'error' | 'done' | 'warn'} [kind] */
-function note(text, kind = 'info') {
-  return addEntry(h('li', { class: `entry note note-${kind}`, text }));
-}
-
-/** @param {HTMLElement} entry @param {string} why */
-function markNotSent(entry, why) {
-  entry.classList.add('failed');
-  entry.append(h('span', { class: 'failed-tag', text: why }));
-}
-
 // ---- state ---------------------------------------------------------------------------------
-
-/** @typedef {{runId: string, turnNumber: number, status: string, isTerminal: boolean, hint: Hint | null}} Run */
 
 const state = {
   /** @type {string | null} */
@@ -318,23 +109,30 @@ const state = {
   busy: false,
   /** The last turn whose messages are on screen. */
   shownTurn: 0,
-  /** @type {HTMLElement | null} the open form's transcript entry */
-  formEntry: null,
-  /** @type {HTMLButtonElement | null} */
-  formSubmit: null,
+  /** @type {FormView | null} the open form */
+  form: null,
+  /** The armed timer's time was seen to pass: the run is read again soon. */
+  dueNoticed: false,
+  /** @type {Map<string, Promise<string>>} each workflow's prologue ('' when none or unknown) */
+  prologues: new Map(),
 };
 
 /** @param {boolean} busy @param {string} [label] */
 function setBusy(busy, label = '') {
   state.busy = busy;
-  ui.send.disabled = busy || Boolean(state.run?.isTerminal);
   ui.newRun.disabled = busy;
   ui.select.disabled = busy;
   ui.send.textContent = busy ? 'Running…' : 'Send';
   ui.transcript.setAttribute('aria-busy', String(busy));
-  if (state.formSubmit) state.formSubmit.disabled = busy;
-  if (busy) setStatus(label, true);
-  else describeRun();
+  state.form?.setBusy(busy);
+  if (busy) {
+    poller.schedule(); // no read while a turn of ours runs
+    setStatus(label, true);
+  } else {
+    describeRun();
+    poller.schedule();
+  }
+  ui.send.disabled = busy || Boolean(state.run?.isTerminal);
 }
 
 const STATUS_TEXT = /** @type {Record<string, string>} */ ({
@@ -359,6 +157,7 @@ function describeRun() {
   else setStatus(`Turn ${run.turnNumber}: ${STATUS_TEXT[run.status] ?? run.status}${run.isTerminal ? ' (finished: start a new run)' : ''}`);
   ui.send.disabled = state.busy || Boolean(run?.isTerminal);
   ui.input.disabled = Boolean(run?.isTerminal);
+  tickCountdown();
 }
 
 function syncUrl() {
@@ -371,108 +170,81 @@ function syncUrl() {
 
 /** After a turn or a reload: the run's state, and its form if it waits for one. @param {RunState} s */
 function applyRunState(s) {
-  state.run = { runId: s.run_id, turnNumber: s.turn_number, status: s.status, isTerminal: Boolean(s.is_terminal), hint: s.next_input_hint ?? null };
+  const due = s.timer_due_at ? Date.parse(s.timer_due_at) : null;
+  state.run = { runId: s.run_id, turnNumber: s.turn_number, status: s.status, isTerminal: Boolean(s.is_terminal), hint: s.next_input_hint ?? null, timerDueAt: due };
+  state.dueNoticed = false;
   closeForm();
   if (s.status === 'waiting_for_input' && s.next_input_hint) renderForm(s.next_input_hint, state.run);
   describeRun();
   syncUrl();
+  updateRunRow(ui.runs, state.run);
+  // a turn's response says a timer is armed, not when it fires: the run's description does
+  if (s.has_background_work && s.timer_due_at === undefined) poller.now();
+  else poller.reset();
 }
 
-// ---- the events of a turn ------------------------------------------------------------------
+// ---- live updates: the run read again while the page is open ---------------------------------
 
-class TurnView {
-  /** @param {number} turn @param {boolean} live */
-  constructor(turn, live) {
-    this.turn = turn;
-    this.live = live;
-    this.started = performance.now();
-    /** @type {HTMLElement | null} */
-    this.bubble = null;
-    /** @type {HTMLElement[]} */
-    this.bubbles = [];
-    /** @type {HTMLElement | null} */
-    this.chunkItem = null;
-    this.chunks = 0;
-  }
+const poller = new Poller(pollRun, () => {
+  if (!state.run || !keyStore.get()) return '–';
+  if (!ui.keyForm.hidden) return 'waiting for a valid key';
+  if (state.run.isTerminal) return 'off: the run has ended';
+  if (state.busy) return 'a turn of this page is running';
+  return null;
+}, (text) => {
+  ui.factLive.textContent = text;
+});
 
-  /** @param {string} name @param {any} data */
-  onEvent(name, data) {
-    if (name === 'message') {
-      this.message(typeof data?.content === 'string' ? data.content : display(data?.content));
-      return;
+/** Reads the run; catches up when it moved. @returns {Promise<boolean>} whether it moved */
+async function pollRun() {
+  const run = state.run;
+  if (!run) return false;
+  /** @type {RunState} */
+  let current;
+  try {
+    current = await getJson(`/workflow-runs/${encodeURIComponent(run.runId)}`);
+  } catch (error) {
+    const failure = asFailure(error);
+    if (state.run !== run) return false;
+    if (failure.body.code === 'not_found') {
+      // deleted or expired: there is nothing more to read
+      run.isTerminal = true;
+      transcript.note('This run no longer exists (deleted, or expired after a long idle time).', 'error');
+      describeRun();
+    } else if (failure.body.code === 'unauthorized') {
+      await explain(failure);
     }
-    this.chunkItem = null;
-    if (name === 'message_end') this.endMessage();
-    this.timeline(name, eventDetail(name, data), name.startsWith('workflow_failed') || Boolean(data?.error) ? 'error' : '');
-    if (name === 'workflow_failed') note(`The workflow failed: ${data?.error?.message ?? 'unknown error'}`, 'error');
-    else if (name === 'workflow_cancelled') note('The run was cancelled.');
-    else if (name === 'workflow_aborted') note(`The run was stopped by the loop-safety budget (${data?.steps ?? '?'} steps).`, 'error');
+    throw failure;
   }
-
-  /** @param {string} delta */
-  message(delta) {
-    if (!this.bubble) {
-      const text = h('p', { class: 'text' });
-      this.bubble = addEntry(h('li', { class: 'entry assistant', 'aria-busy': this.live ? 'true' : null }, [h('span', { class: 'who', text: 'Assistant' }), text]));
-      this.bubbles.push(this.bubble);
-    }
-    const text = this.bubble.querySelector('.text');
-    if (text) text.textContent += delta;
-    followBottom();
-    this.chunks += 1;
-    if (!this.chunkItem) {
-      this.chunks = 1;
-      this.chunkItem = this.timeline('message', '');
-    }
-    const detail = this.chunkItem.querySelector('.ev-detail');
-    if (detail) detail.textContent = this.live ? `${this.chunks} chunk${this.chunks === 1 ? '' : 's'}` : '';
+  if (state.run !== run || state.busy) return false; // another run, or a turn of ours, since
+  if (current.turn_number === run.turnNumber && current.status === run.status) {
+    run.timerDueAt = current.timer_due_at ? Date.parse(current.timer_due_at) : null;
+    tickCountdown();
+    return false;
   }
-
-  endMessage() {
-    this.bubble?.removeAttribute('aria-busy');
-    this.bubble = null;
-  }
-
-  /** @param {string} name @param {string} detail @param {string} [kind] */
-  timeline(name, detail, kind = '') {
-    const item = h('li', { class: `ev${kind ? ` ev-${kind}` : ''}` }, [
-      h('span', { class: 'ev-turn', text: `T${this.turn}`, title: `turn ${this.turn}` }),
-      h('span', { class: 'ev-name', text: name }),
-      h('span', { class: 'ev-detail', text: detail }),
-      this.live ? h('time', { class: 'ev-time', text: `+${Math.round(performance.now() - this.started)} ms` }) : null,
-    ]);
-    ui.timeline.append(item);
-    ui.timeline.scrollTop = ui.timeline.scrollHeight;
-    return item;
-  }
-
-  finish() {
-    this.endMessage();
-  }
-
-  /** The streamed events were not committed (turn_error): say so on what was shown. */
-  discard() {
-    for (const b of this.bubbles) markNotSent(b, 'not committed');
-  }
+  await reloadRun(run.runId, current);
+  return true;
 }
 
-/** @param {string} name @param {any} data */
-function eventDetail(name, data) {
-  switch (name) {
-    case 'node_started':
-      return String(data?.component_name ?? data?.component_id ?? '');
-    case 'node_finished':
-      return `${data?.component_name ?? data?.component_id ?? ''}${data?.error ? `: ${data.error}` : ''}`;
-    case 'user_inputs':
-      return `asks: ${Object.keys(data?.inputs ?? {}).join(', ')}`;
-    case 'workflow_finished':
-      return typeof data?.elapsed_time === 'number' ? `${data.elapsed_time.toFixed(3)} s` : '';
-    case 'workflow_failed':
-      return String(data?.error?.message ?? '');
-    default:
-      return '';
+/** The armed timer's countdown, on the side panel and in the form. */
+function tickCountdown() {
+  const run = state.run;
+  const due = run?.status === 'waiting_for_input' ? run.timerDueAt : null;
+  ui.factTimerLabel.hidden = due === null;
+  ui.factTimer.hidden = due === null;
+  if (due === null) {
+    state.form?.setCountdown(null);
+    return;
+  }
+  const left = remaining(due, Date.now());
+  ui.factTimer.textContent = left === 'now' ? 'due now' : `fires in ${left}`;
+  state.form?.setCountdown(left === 'now' ? 'Time is up: the workflow goes on without an answer at its next check.' : `Time left to answer: ${left}`, left === 'now');
+  if (left === 'now' && !state.dueNoticed) {
+    state.dueNoticed = true;
+    poller.reset();
   }
 }
+setInterval(tickCountdown, 1000);
 
 // ---- turns ---------------------------------------------------------------------------------
 
@@ -492,7 +264,7 @@ async function runTurn(runInput, userEntry) {
   const turn = run ? run.turnNumber + 1 : 1;
   clearAlert();
   setBusy(true, `Running turn ${turn}…`);
-  const view = new TurnView(turn, true);
+  const view = new TurnView(transcript, turn, true);
   try {
     const res = await call(`/workflows/${encodeURIComponent(workflowId)}/execute`, {
       method: 'POST',
@@ -514,9 +286,11 @@ async function runTurn(runInput, userEntry) {
       view.timeline('turn_response', `${committed.status} · turn ${committed.turn_number}`, 'end');
       state.shownTurn = committed.turn_number;
       // a stand-in answered in place of a model: said where the answer is read
-      if (committed.stand_in) note(`Answered by the ${committed.stand_in.model} stand-in, not a language model (${committed.stand_in.component_ids.join(', ')}): ${committed.stand_in.notice}`, 'warn');
+      if (committed.stand_in) transcript.note(`Answered by the ${committed.stand_in.model} stand-in, not a language model (${committed.stand_in.component_ids.join(', ')}): ${committed.stand_in.notice}`, 'warn');
+      state.busy = false;
       applyRunState(committed);
-      if (committed.status === 'completed') note(`Completed (turn ${committed.turn_number}).`, 'done');
+      if (committed.status === 'completed') transcript.note(`Completed (turn ${committed.turn_number}).`, 'done');
+      if (!run) void refreshRunList();
       return { ok: true };
     }
     view.discard();
@@ -527,7 +301,7 @@ async function runTurn(runInput, userEntry) {
     throw new ApiFailure(0, { code: 'stream_broken', error: 'the connection closed before the turn ended' });
   } catch (error) {
     const failure = asFailure(error);
-    if (userEntry && failure.body.code !== 'invalid_inputs') markNotSent(userEntry, 'not sent');
+    if (userEntry && failure.body.code !== 'invalid_inputs') transcript.markNotSent(userEntry, 'not sent');
     await explain(failure);
     return { ok: false, failure };
   } finally {
@@ -584,11 +358,15 @@ async function explain(f) {
   }
 }
 
-/** Reads the run again, catches up on the turns not on screen, and shows its current form. */
-async function reloadRun(runId = state.run?.runId) {
+/**
+ * Catches up on the run: the turns not on screen (the open form, overtaken by one of them, is
+ * kept read-only, saying what happened to it), then its current state and form.
+ * @param {string | undefined} [runId] @param {RunState} [known] the run as just read
+ */
+async function reloadRun(runId = state.run?.runId, known) {
   if (!runId) return;
   try {
-    const run = /** @type {RunState} */ (await getJson(`/workflow-runs/${encodeURIComponent(runId)}`));
+    const run = known ?? /** @type {RunState} */ (await getJson(`/workflow-runs/${encodeURIComponent(runId)}`));
     if (!FIXED_WORKFLOW && run.workflow_id && run.workflow_id !== state.workflowId) {
       state.workflowId = run.workflow_id;
       ui.select.value = run.workflow_id;
@@ -600,6 +378,7 @@ async function reloadRun(runId = state.run?.runId) {
       const turns = await getJson(`/workflow-runs/${encodeURIComponent(runId)}/turns?limit=100${cursor ? `&cursor=${cursor}` : ''}`);
       for (const t of /** @type {StoredTurn[]} */ (turns.items)) {
         if (t.turn_number <= state.shownTurn) continue;
+        if (state.form) freezeForm(overtakenBy(t));
         showStoredTurn(t, asked);
         asked = [...(t.response.events ?? [])].reverse().find((e) => e.event === 'user_inputs')?.data?.inputs;
         state.shownTurn = t.turn_number;
@@ -607,14 +386,28 @@ async function reloadRun(runId = state.run?.runId) {
       if (!turns.next_cursor) break;
       cursor = turns.next_cursor;
     }
+    if (run.status === 'running' && state.form) freezeForm('Answered elsewhere: that turn is running now.');
     applyRunState(run);
-    if (run.status === 'running') note(`Turn ${run.turn_in_progress ?? run.turn_number + 1} is running elsewhere; reload the page later to see it.`);
+    if (run.status === 'running') transcript.note(`Turn ${run.turn_in_progress ?? run.turn_number + 1} is running elsewhere; it shows here when it ends.`);
   } catch (error) {
     const failure = asFailure(error);
     showAlert(`Could not reload the run: ${failure.body.error} (${failure.body.code}).`);
     if (failure.body.code === 'unauthorized') askForKey();
   }
 }
+
+/** What happened to a form that turn `t` overtook. @param {StoredTurn} t */
+function overtakenBy(t) {
+  const input = t.request?.run_input ?? {};
+  const command = commandOf(t);
+  if (command === 'timeout') return 'Timed out: no answer came in time, so the workflow went on without one.';
+  if (command === 'stop') return 'Closed: the run was stopped.';
+  if (input.inputs) return 'Answered elsewhere (another tab, client or form link).';
+  return 'Closed: the run moved on.';
+}
+
+/** A stored turn's command (`stop`, a timer's `timeout`), kept beside its run input. @param {StoredTurn} t */
+const commandOf = (t) => t.request?.command ?? t.request?.run_input?.command ?? null;
 
 /**
  * A committed turn read back: what was sent, then its events. Answers are named by the labels
@@ -623,17 +416,19 @@ async function reloadRun(runId = state.run?.runId) {
  */
 function showStoredTurn(t, asked) {
   const input = t.request?.run_input ?? {};
-  if (typeof input.query === 'string' && input.query !== '') userBubble(input.query);
+  if (typeof input.query === 'string' && input.query !== '') transcript.user(input.query);
   if (input.inputs && typeof input.inputs === 'object') {
     const rows = Object.entries(input.inputs).map(([key, value]) => {
       const field = asked?.[key];
       const chosen = field?.decisions?.find((d) => d.id === value);
       return /** @type {[string, string]} */ ([field?.name || key, chosen ? chosen.label : display(value)]);
     });
-    addEntry(answersBubble(rows));
+    transcript.add(transcript.answers(rows));
   }
-  if (input.command === 'stop') note('Stop requested.');
-  const view = new TurnView(t.turn_number, false);
+  const command = commandOf(t);
+  if (command === 'stop') transcript.note('Stop requested.');
+  if (command === 'timeout') transcript.note('The form timed out.');
+  const view = new TurnView(transcript, t.turn_number, false);
   for (const e of t.response.events ?? []) view.onEvent(e.event, e.data);
   view.finish();
   view.timeline('turn_response', `${t.response.status ?? ''} · turn ${t.turn_number}`, 'end');
@@ -642,84 +437,34 @@ function showStoredTurn(t, asked) {
 // ---- forms ---------------------------------------------------------------------------------
 
 function closeForm() {
-  state.formEntry?.remove();
-  state.formEntry = null;
-  state.formSubmit = null;
+  state.form?.remove();
+  state.form = null;
+}
+
+/** The open form, overtaken by a turn committed elsewhere: read-only, saying why. @param {string} why */
+function freezeForm(why) {
+  state.form?.freeze(why);
+  state.form = null;
 }
 
 /** @param {Hint} hint @param {Run} run */
 function renderForm(hint, run) {
-  const prefix = `f${run.turnNumber}`;
-  const controls = Object.entries(hint.inputs).map(([key, field]) => fieldControl(prefix, key, field, upload));
-  // a decision's buttons submit the form. Enter in a text field submits with the form's first
-  // enabled submit button (Chromium skips disabled ones): with a decision that is a hidden
-  // button whose submission is ignored, so Enter never picks a decision
-  const decides = Object.values(hint.inputs).some((f) => f.decisions && f.decisions.length > 0);
-  const submit = h('button', { type: 'submit', class: 'primary', text: 'Submit', hidden: decides, tabindex: decides ? -1 : undefined, 'aria-hidden': decides ? 'true' : undefined });
-  const fieldset = h('fieldset', {}, [
-    h('legend', { id: `${prefix}-legend`, text: 'The workflow asks' }),
-    hint.tips ? h('p', { class: 'tips', text: hint.tips }) : null,
-    decides ? submit : null,
-    ...controls.map((c) => c.root),
-    h('p', { class: 'form-actions' }, [decides ? null : submit, h('span', { class: 'note', text: 'Fields marked * are required.' })]),
-  ]);
-  const form = h('form', { class: 'form', 'aria-labelledby': `${prefix}-legend` }, [fieldset]);
-  const entry = addEntry(h('li', { class: 'entry form-entry' }, [form]));
-  state.formEntry = entry;
-  state.formSubmit = submit;
-  form.addEventListener('submit', (e) => {
-    e.preventDefault();
-    if (decides && !(e.submitter instanceof HTMLButtonElement && e.submitter.classList.contains('decision'))) return;
-    void submitForm(form, fieldset, controls);
+  state.form = new FormView((entry) => transcript.add(entry), hint, run.turnNumber, {
+    upload,
+    busy: () => state.busy,
+    answersEntry: (rows) => transcript.answers(rows),
+    unreadable: async (error) => {
+      const failure = asFailure(error);
+      if (failure.body.code === 'unauthorized') await explain(failure);
+      else showAlert(`Could not read the form: ${failure.body.error}`);
+      setBusy(false);
+    },
+    send: async (inputs, _rows, answers) => {
+      const outcome = await runTurn({ inputs }, answers);
+      if (outcome.ok) return { sent: true };
+      return { sent: false, ...(outcome.failure.body.code === 'invalid_inputs' ? { problems: outcome.failure.body.fields ?? [] } : {}) };
+    },
   });
-  entry.scrollIntoView({ block: 'nearest' });
-  controls[0]?.focusable.focus({ preventScroll: true });
-}
-
-/** @param {HTMLFormElement} form @param {HTMLFieldSetElement} fieldset @param {FieldControl[]} controls */
-async function submitForm(form, fieldset, controls) {
-  if (state.busy) return;
-  for (const c of controls) c.showError(null);
-  if (!form.reportValidity()) return;
-  fieldset.disabled = true;
-  /** @type {Record<string, unknown>} */
-  const inputs = {};
-  /** @type {[string, string][]} */
-  const rows = [];
-  try {
-    for (const c of controls) {
-      const value = await c.read();
-      if (value === undefined) continue;
-      inputs[c.key] = value;
-      rows.push([c.label, c.describe ? c.describe(value) : display(value)]);
-    }
-  } catch (error) {
-    fieldset.disabled = false;
-    const failure = asFailure(error);
-    if (failure.body.code === 'unauthorized') await explain(failure);
-    else showAlert(`Could not read the form: ${failure.body.error}`);
-    setBusy(false);
-    return;
-  }
-  const formEntry = state.formEntry;
-  const answers = answersBubble(rows);
-  formEntry?.after(answers);
-  if (formEntry) formEntry.hidden = true;
-  const outcome = await runTurn({ inputs }, answers);
-  if (outcome.ok) return; // the run's next state replaced the form
-  if (outcome.failure.body.code === 'invalid_inputs' && formEntry === state.formEntry && formEntry) {
-    answers.remove();
-    formEntry.hidden = false;
-    fieldset.disabled = false;
-    const problems = outcome.failure.body.fields ?? [];
-    for (const p of problems) controls.find((c) => c.key === p.field || p.field.endsWith(`.${c.key}`))?.showError(p.message);
-    controls.find((c) => problems.some((p) => p.field === c.key || p.field.endsWith(`.${c.key}`)))?.focusable.focus();
-  } else if (formEntry === state.formEntry && formEntry) {
-    // not reloaded (e.g. the server was unreachable): the form stays, to try again
-    answers.remove();
-    formEntry.hidden = false;
-    fieldset.disabled = false;
-  }
 }
 
 /** @param {File} file @returns {Promise<string>} the file id */
@@ -730,6 +475,75 @@ async function upload(file) {
   const res = await call('/files', { method: 'POST', body: data });
   const stored = await res.json();
   return String(stored.file_id);
+}
+
+// ---- the prologue: what the workflow's Begin says first -----------------------------------
+
+/**
+ * A workflow's prologue, read once per page ('' when there is none or the key may not read it).
+ * @param {string} workflowId @returns {Promise<string>}
+ */
+function prologueOf(workflowId) {
+  let known = state.prologues.get(workflowId);
+  if (!known) {
+    known = readPrologue(workflowId);
+    state.prologues.set(workflowId, known);
+  }
+  return known;
+}
+
+/** Puts the workflow's prologue first in the conversation. */
+async function showPrologue() {
+  const workflowId = state.workflowId;
+  if (!workflowId) return;
+  const text = await prologueOf(workflowId);
+  if (!text || state.workflowId !== workflowId || ui.transcript.querySelector('.prologue')) return;
+  transcript.prologue(text);
+}
+
+// ---- the run list ----------------------------------------------------------------------------
+
+let listing = 0;
+async function refreshRunList() {
+  const workflowId = state.workflowId;
+  if (!workflowId || !keyStore.get()) {
+    ui.runs.replaceChildren();
+    ui.runsNote.textContent = '';
+    return;
+  }
+  const ticket = ++listing;
+  ui.runsRefresh.disabled = true;
+  try {
+    const runs = await listRuns(workflowId);
+    if (ticket !== listing) return;
+    renderRunList(ui.runs, runs, state.run?.runId ?? null, (runId) => void openRun(runId));
+    const whose = runs.source === 'listing' ? (userTokenStore.get() ? "This user's runs" : 'Runs of this workflow') : 'Runs started in this browser';
+    ui.runsNote.textContent = runs.rows.length === 0 ? `${whose}: none yet.` : `${whose}, newest first.`;
+  } catch (error) {
+    if (ticket === listing) ui.runsNote.textContent = `Could not list the runs: ${asFailure(error).body.error}`;
+  } finally {
+    if (ticket === listing) ui.runsRefresh.disabled = false;
+  }
+}
+
+/** Shows another run from its start: its turns, its form. @param {string} runId */
+async function openRun(runId) {
+  if (state.busy) return;
+  resetView();
+  setPanel(false);
+  void showPrologue();
+  await reloadRun(runId);
+}
+
+// ---- the side panel: beside the conversation, or folded away on a narrow screen --------------
+
+/** @param {boolean} open */
+function setPanel(open) {
+  const was = document.body.classList.contains('panel-open');
+  document.body.classList.toggle('panel-open', open);
+  ui.panelToggle.setAttribute('aria-expanded', String(open));
+  if (open && !was) ui.panelClose.focus();
+  else if (!open && was) ui.panelToggle.focus();
 }
 
 // ---- setup: key, workflows, runs -----------------------------------------------------------
@@ -806,21 +620,30 @@ async function connect(runId) {
   }
   clearAlert();
   ui.picker.hidden = false;
+  void showPrologue();
   if (runId) await reloadRun(runId);
   describeRun();
-  if (!state.formEntry) ui.input.focus();
+  void refreshRunList();
+  if (!state.form) ui.input.focus();
 }
 
-function newRun() {
+/** An empty conversation: no run shown. */
+function resetView() {
   state.run = null;
   state.shownTurn = 0;
   closeForm();
-  ui.transcript.replaceChildren();
-  ui.timeline.replaceChildren();
+  transcript.clear();
   clearAlert();
+  poller.schedule();
   ui.input.disabled = false;
+}
+
+function newRun() {
+  resetView();
   describeRun();
   syncUrl();
+  updateRunRow(ui.runs, null);
+  void showPrologue();
   ui.input.focus();
 }
 
@@ -833,6 +656,7 @@ ui.keyForm.addEventListener('submit', (e) => {
   keyStore.set(key);
   ui.keyInput.value = '';
   clearAlert();
+  state.prologues.clear();
   void connect(state.run?.runId ?? new URL(location.href).searchParams.get('run'));
 });
 
@@ -844,9 +668,16 @@ ui.keyChange.addEventListener('click', () => {
 ui.select.addEventListener('change', () => {
   state.workflowId = ui.select.value || null;
   newRun();
+  void refreshRunList();
 });
 
 ui.newRun.addEventListener('click', () => newRun());
+ui.runsRefresh.addEventListener('click', () => void refreshRunList());
+ui.panelToggle.addEventListener('click', () => setPanel(!document.body.classList.contains('panel-open')));
+ui.panelClose.addEventListener('click', () => setPanel(false));
+document.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape' && document.body.classList.contains('panel-open')) setPanel(false);
+});
 
 ui.input.addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
@@ -869,13 +700,13 @@ ui.composer.addEventListener('submit', (e) => {
   const query = ui.input.value.trim();
   if (query === '' && state.run) return; // an empty message to a started run says nothing
   ui.input.value = '';
-  const entry = query ? userBubble(query) : null;
+  const entry = query ? transcript.user(query) : null;
   void runTurn(query ? { query } : {}, entry).then(() => {
-    if (!state.formEntry && !ui.input.disabled) ui.input.focus();
+    if (!state.form && !ui.input.disabled) ui.input.focus();
   });
 });
 
-adoptKeyFromUrl();
+adoptCredentialsFromUrl();
 {
   const params = new URL(location.href).searchParams;
   if (!FIXED_WORKFLOW && params.get('workflow')) state.workflowId = params.get('workflow');

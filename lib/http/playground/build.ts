@@ -1,38 +1,97 @@
 /**
  * `npm run build:playground`: embeds the playground (page.html, app.js), the hosted form page
- * of form links (form.html, form.js), the fields both render (fields.js) and app.css (beside
- * this file) into assets.generated.ts, so the app serves them from memory everywhere, Lambda bundles included.
- * The page asks for the assets with `?v=<content hash>`, so browsers may cache them for good.
- * test/playground/assets.test.ts fails when the generated file is out of date.
+ * of form links (form.html, form.js), the fields both render (fields.js), the markdown renderer
+ * (markdown.js, bundled here by esbuild with marked and DOMPurify, the only step that is more
+ * than a copy) and app.css (beside this file) into assets.generated.ts, so the app serves them
+ * from memory everywhere, Lambda bundles included.
+ * Every asset is asked for with `?v=<content hash>` (the pages' scripts and stylesheet, and the
+ * modules the scripts import), so browsers may cache them for good.
+ * test/playground/routes.test.ts fails when the generated file is out of date.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { buildSync } from 'esbuild';
 
 const here = (name: string) => fileURLToPath(new URL(name, import.meta.url));
 export const GENERATED_PATH = here('./assets.generated.ts');
 
 const version = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 12);
 
+/**
+ * marked's licence header, which is no legal comment to esbuild (`/*!`, `@license`): put
+ * before the bundle as one, as its MIT licence asks.
+ */
+function markedNotice(): string {
+  const source = readFileSync(createRequire(import.meta.url).resolve('marked'), 'utf8');
+  const header = /^\/\*\*([^]*?)\*\//.exec(source)?.[1];
+  if (!header?.includes('marked v')) throw new Error('marked\'s licence header was not found where it used to be');
+  return `/*!${header}*/`;
+}
+
+/** markdown.js with marked and DOMPurify in it: one minified ES module for browsers. */
+export function bundleMarkdown(): string {
+  const result = buildSync({
+    banner: { js: markedNotice() },
+    entryPoints: [here('./markdown.js')],
+    bundle: true,
+    write: false,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    minify: true,
+    // the libraries' licence headers stay, at the end
+    legalComments: 'eof',
+    logLevel: 'silent',
+  });
+  const output = result.outputFiles[0];
+  if (!output) throw new Error('esbuild wrote nothing for markdown.js');
+  return output.text;
+}
+
+/** The browser modules served under assets/: markdown.js bundled, the others as written. */
+export const MODULES = ['app.js', 'api.js', 'fields.js', 'form.js', 'form-view.js', 'live.js', 'markdown.js', 'run-list.js', 'transcript.js'] as const;
+
+const IMPORT = /from '\.\/([a-z-]+\.js)';/g;
+
+/**
+ * Each module as served: its imports of the others addressed by their content hashes, which
+ * cover what those import in turn, so a page's one versioned script pins every module it loads.
+ */
+export function renderModules(): Record<string, string> {
+  const sources: Record<string, string> = Object.fromEntries(MODULES.map((name) => [name, name === 'markdown.js' ? bundleMarkdown() : readFileSync(here(`./${name}`), 'utf8')]));
+  const served = new Map<string, string>();
+  const serve = (name: string, trail: string[]): string => {
+    const done = served.get(name);
+    if (done !== undefined) return done;
+    if (trail.includes(name)) throw new Error(`the playground's modules import each other in a cycle: ${[...trail, name].join(' -> ')}`);
+    const source = sources[name];
+    if (source === undefined) throw new Error(`${trail.at(-1)} imports ./${name}, which is not one of the playground's modules (MODULES in build.ts)`);
+    const text = source.replace(IMPORT, (_, dep: string) => `from './${dep}?v=${version(serve(dep, [...trail, name]))}';`);
+    served.set(name, text);
+    return text;
+  };
+  for (const name of MODULES) serve(name, []);
+  return Object.fromEntries(MODULES.map((name) => [name, served.get(name) as string]));
+}
+
 /** The text of assets.generated.ts for the current sources. */
 export function renderAssets(): string {
-  const fields = readFileSync(here('./fields.js'), 'utf8');
-  const js = readFileSync(here('./app.js'), 'utf8');
-  const form = readFileSync(here('./form.js'), 'utf8');
+  const scripts = renderModules();
   const css = readFileSync(here('./app.css'), 'utf8');
-  // each page's script imports fields.js: its version covers that module too
-  const html = readFileSync(here('./page.html'), 'utf8').replaceAll('%JS_VERSION%', version(js + fields)).replaceAll('%CSS_VERSION%', version(css));
-  const formHtml = readFileSync(here('./form.html'), 'utf8').replaceAll('%FORM_VERSION%', version(form + fields)).replaceAll('%CSS_VERSION%', version(css));
+  const html = readFileSync(here('./page.html'), 'utf8').replaceAll('%JS_VERSION%', version(scripts['app.js'] as string)).replaceAll('%CSS_VERSION%', version(css));
+  const formHtml = readFileSync(here('./form.html'), 'utf8').replaceAll('%FORM_VERSION%', version(scripts['form.js'] as string)).replaceAll('%CSS_VERSION%', version(css));
   return [
-    '// Generated by `npm run build:playground` from page.html, form.html, app.js, form.js, fields.js and app.css: do not edit.',
+    '// Generated by `npm run build:playground` from page.html, form.html, the modules (markdown.js bundled with marked and DOMPurify) and app.css: do not edit.',
     '/* eslint-disable */',
     'export const PLAYGROUND_ASSETS = {',
     `  html: ${JSON.stringify(html)},`,
     `  formHtml: ${JSON.stringify(formHtml)},`,
-    `  js: ${JSON.stringify(js)},`,
-    `  formJs: ${JSON.stringify(form)},`,
-    `  fieldsJs: ${JSON.stringify(fields)},`,
     `  css: ${JSON.stringify(css)},`,
+    '  scripts: {',
+    ...MODULES.map((name) => `    ${JSON.stringify(name)}: ${JSON.stringify(scripts[name])},`),
+    '  } as Readonly<Record<string, string>>,',
     '} as const;',
     '',
   ].join('\n');

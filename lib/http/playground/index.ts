@@ -8,8 +8,9 @@
  * Also the hosted form page of form links (`GET /playground/form`, routes/form-links.ts).
  *
  * The pages are plain HTML + hand-written ES modules + one stylesheet (page.html and app.js,
- * form.html and form.js, fields.js which both render forms with, app.css, beside this file),
- * embedded in assets.generated.ts by `npm run build:playground` so
+ * form.html and form.js, fields.js which both render forms with, markdown.js which the
+ * playground renders model output with, bundled with marked and DOMPurify, app.css, beside
+ * this file), embedded in assets.generated.ts by `npm run build:playground` so
  * that every deployment (Lambda packages included) serves them without a file system. That
  * module is imported on the first request for a page, a chunk of its own in the packages.
  */
@@ -76,9 +77,14 @@ export function registerPlayground(app: App, deps: Pick<AppDeps, 'corsOrigins' |
       'x-content-type-options': 'nosniff',
     });
 
-  app.get('/playground/assets/app.js', async (c) => asset(c, (await loadAssets()).js, 'text/javascript; charset=utf-8'));
-  app.get('/playground/assets/form.js', async (c) => asset(c, (await loadAssets()).formJs, 'text/javascript; charset=utf-8'));
-  app.get('/playground/assets/fields.js', async (c) => asset(c, (await loadAssets()).fieldsJs, 'text/javascript; charset=utf-8'));
+  // the pages' modules: app.js, form.js and what they import (build.ts MODULES)
+  app.get('/playground/assets/:name{[a-z-]+\\.js}', async (c) => {
+    const { scripts } = await loadAssets();
+    const name = c.req.param('name');
+    const script = Object.hasOwn(scripts, name) ? scripts[name] : undefined;
+    if (script === undefined) return c.json({ code: 'not_found', error: 'no such route' }, 404);
+    return asset(c, script, 'text/javascript; charset=utf-8');
+  });
   app.get('/playground/assets/app.css', async (c) => asset(c, (await loadAssets()).css, 'text/css; charset=utf-8'));
   // a form link's page: the token is in the fragment, which never reaches the server
   app.get('/playground/form', async (c) => page(c, 'assets/', (await loadAssets()).formHtml));
