@@ -194,6 +194,7 @@ function fieldView(field: FormField, value: unknown): FieldView {
     ...(field.options ? { options: field.options } : {}),
     ...(field.decisions ? { decisions: field.decisions.map((d) => ({ id: d.id, label: d.label })) } : {}),
     ...(field.description ? { description: field.description } : {}),
+    ...(field.schema ? { schema: field.schema } : {}),
     value: value ?? null,
   };
 }

@@ -376,7 +376,7 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
   };
   let request = { tool: call.name, arguments: args };
   if (needsApproval(gate.approval, { name: call.name, toolName: bound.tool.name, entryName: bound.entryName, args })) {
-    const decision = await decide(rounds.ctx, { name: call.name, toolName: bound.tool.name, args, request, ordinal, path: rounds.path, said: gate.said });
+    const decision = await decide(rounds.ctx, { name: call.name, toolName: bound.tool.name, args, request, ordinal, path: rounds.path, said: gate.said, parameters: bound.tool.parameters });
     if (decision.decision === 'reject') return rejection(decision);
     if (decision.arguments) request = { tool: call.name, arguments: decision.arguments };
   }
