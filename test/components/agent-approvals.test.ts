@@ -210,6 +210,19 @@ describe('Agent tool-call approvals', () => {
     expect(canvas.serialize().nodes['Agent:Research']?.form).toBeUndefined();
   });
 
+  it.each([false, true])('of calls made in parallel, run the one that needs none at once, and never again when the other is answered (restored: %s)', async (restore) => {
+    // one round asks for two searches: the lighthouse one waits for approval, the bridge one does not
+    model.enqueue({ kind: 'tools', calls: [{ name: 'tavily_search_0', arguments: { query: 'old lighthouse' } }, { name: 'tavily_search_0', arguments: { query: 'harbour bridge' } }], text: 'Both at once.' });
+    const before = mark();
+    const { turns, canvas } = await conversation(researcher({ tavily_search: { query: { matches: 'lighthouse' } } }), [{ decision: 'approve' }], restore);
+    expect(pauseOf(turns[0]!)?.tips).toContain('{"query":"old lighthouse"}');
+    // the first round, then the answer; the bridge search in turn 1, the lighthouse one once approved
+    expect(since(before)).toEqual({ model: 2, tavily: 2 });
+    expect(tavily.requests.slice(-2).map((r) => (r.body as { query: string }).query)).toEqual(['harbour bridge', 'old lighthouse']);
+    expect(messages(turns[1]!)).toEqual(['Both at once.Answer from 2 results: lit in 1871; opened in 1932']);
+    expect(canvas.serialize().status).toBe('completed');
+  });
+
   it('with a condition on the arguments, ask only for the calls that meet it', async () => {
     const before = mark();
     const { turns, canvas } = await conversation(researcher({ tavily_search: { query: { matches: 'lighthouse' } } }), [{ decision: 'approve' }], true);
