@@ -43,6 +43,23 @@ export interface FormField {
   value: unknown;
 }
 
+/**
+ * A form's link to be e-mailed when the run pauses there (UserFillUp `form_link_email`),
+ * rendered at the pause; the link itself is made from the committed turn (lib/turns).
+ */
+export interface PauseMail {
+  component_id: string;
+  /** The addresses, each checked. */
+  to: string[];
+  /** What did not give an address (a reference with no value, text that is no address). */
+  problems: string[];
+  subject: string;
+  /** HTML; `{form_link}` and `{expires_at}` stand for the link and its expiry. */
+  body: string;
+  /** The link's lifetime, counted from the pause. */
+  expires_in_seconds: number;
+}
+
 /** One choice of a decision field: the id an answer names, and its button's label. */
 export interface Decision {
   id: string;

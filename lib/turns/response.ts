@@ -5,6 +5,7 @@
  */
 import type { CallRecord, CanvasEvent, FieldView, RunStatus, TurnUsage } from '../canvas';
 import { ECHO_MODEL_ID } from '../llm/echo';
+import type { FormLinkEmailStatus } from './form-link-mail';
 
 /** What the run waits for: the form's component, its tips and the fields still needed. */
 export interface NextInputHint {
@@ -40,6 +41,11 @@ export interface TurnResponse {
    * default when none is configured): which, for which components, and what that means.
    */
   stand_in?: StandIn;
+  /**
+   * Present when the form the run paused at asks for its link to be e-mailed
+   * (UserFillUp `form_link_email`): sent once the turn committed, or why not.
+   */
+  form_link_email?: FormLinkEmailStatus;
 }
 
 export interface StandIn {
@@ -89,6 +95,7 @@ export function buildResponse(args: {
   usage: TurnUsage;
   createdAt: string;
   standIn?: StandIn;
+  formLinkEmail?: FormLinkEmailStatus;
 }): TurnResponse {
   const end = args.events.at(-1);
   return {
@@ -112,6 +119,7 @@ export function buildResponse(args: {
     events: mergeMessageDeltas(args.events),
     created_at: args.createdAt,
     ...(args.standIn ? { stand_in: args.standIn } : {}),
+    ...(args.formLinkEmail ? { form_link_email: args.formLinkEmail } : {}),
   };
 }
 

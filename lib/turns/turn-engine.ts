@@ -7,6 +7,7 @@ import type { StoreContext } from '../store/dynamo';
 import type { LoadedSession, SessionHead } from '../store/sessions';
 import type { Actor } from './actors';
 import type { FileAccess } from './files';
+import type { FormLinkSettings } from './form-link-mail';
 import type { TurnLifecycle } from './lifecycle';
 import type { QuotaSettings } from './quotas';
 import type { TurnResponse } from './response';
@@ -37,6 +38,11 @@ export interface TurnEngine {
   quotas?: QuotaSettings;
   /** What stops turns from outside (a stopping server, an invocation about to time out); see lifecycle.ts. */
   lifecycle?: TurnLifecycle;
+  /**
+   * Form links the server makes and e-mails from committed turns (UserFillUp
+   * `form_link_email`, form-link-mail.ts); absent: a pause that asks for one says it was not sent.
+   */
+  formLinks?: FormLinkSettings;
 }
 
 export interface TurnRequest {
