@@ -184,7 +184,8 @@ async function invokeAgent(p: AgentParams, ctx: ComponentContext, registry: Tool
     const mcp = new McpSessions(() => mcpOf(ctx), { signal: ctx.signal, headers: p.custom_header });
     return closingMcp(runRounds(model, messages, p, { ctx, registry, signal: ctx.signal, path: [], next: 0, mcp, nested: new Map() }, trace), mcp);
   };
-  // a pause for an approval happens in invoke, not while a Message reads the stream
+  // not streamed when an approval may pause it: a round's text comes before the calls that end it,
+  // so text shown live could belong to a turn that pauses (docs/tools.md, approvals)
   if (!schema && ctx.downstreamStreams && !ctx.handlesErrors && !asksApproval(p)) {
     const stream = new TextStream(run());
     return { outputs: { content: stream, use_tools: trace } };

@@ -224,7 +224,7 @@ async function drive(dsl: unknown, decisions: readonly Decision[], restoreAtPaus
   const outputs = state.nodes['Agent:Main']?.outputs as { use_tools?: Trace[] } | undefined;
   return {
     turns,
-    outputs: comparable([{ event: 'message', data: { content: JSON.stringify(outputs ?? null) } }] as CanvasEvent[]),
+    outputs: JSON.parse(JSON.stringify(outputs ?? null).replace(/call_\d+_\d+/g, 'call')) as unknown,
     status: state.status,
     trace: outputs?.use_tools ?? [],
     applied,
