@@ -127,7 +127,7 @@ function stableJson(value: unknown): string {
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
 }
 
-/** A call a resumed batch made differently from its record: from there it went live. */
+/** A component whose resumed batch did not make again a call it had recorded: it went another way from there. */
 export interface ReplayDivergence {
   component_id: string;
   kind: CallKind;
@@ -139,15 +139,17 @@ export interface ReplayDivergence {
  * The calls a batch completed before its turn was interrupted, answered again when the batch
  * runs anew. A call is matched by component, container path, kind and request hash, in the
  * order the records were made (calls made in parallel may have completed in another order).
- * A request that no record of its component matches ends that component's replay: it and every
- * later call of the component go live, and the divergence is reported. A failed call's record
- * is handed over too: the component knows whether its failure was final (a tool's error told
- * to the model) or may not be (a transient one), and then makes the call again.
+ * A request that no record matches goes live; the records stay, for the calls still to come:
+ * calls made in parallel (an Agent's tool calls, its sub-Agents' rounds) reach here in any
+ * order, and one the earlier run never made (the call in flight, a call approved only now) must
+ * not cost another that it did make a second call. A component that went another way (say its
+ * model mapping changed) leaves records no request matched: `diverged` names the first of each.
+ * A failed call's record is handed over too: the component knows whether its failure was final
+ * (a tool's error told to the model) or may not be (a transient one), and then makes the call again.
  */
 export class CallReplay {
   private readonly pending = new Map<string, CompletedCall[]>();
   replayed = 0;
-  readonly diverged: ReplayDivergence[] = [];
 
   constructor(calls: readonly CompletedCall[]) {
     for (const call of calls) {
@@ -165,15 +167,18 @@ export class CallReplay {
     if (!list || list.length === 0) return undefined;
     const hash = requestHash(call.request);
     const at = list.findIndex((c) => c.record.kind === call.kind && c.record.name === call.name && c.record.request_hash === hash);
-    if (at < 0) {
-      const first = list[0] as CompletedCall;
-      this.diverged.push({ component_id: componentId, kind: first.record.kind, ordinal: first.record.ordinal });
-      this.pending.delete(key);
-      return undefined;
-    }
+    if (at < 0) return undefined;
     const [found] = list.splice(at, 1) as [CompletedCall];
     this.replayed++;
     return found;
+  }
+
+  /** Per component (and path), the first record no request of the batch matched: where it went another way. */
+  get diverged(): ReplayDivergence[] {
+    return [...this.pending.values()].flatMap((list) => {
+      const first = list[0];
+      return first ? [{ component_id: first.record.component_id, kind: first.record.kind, ordinal: first.record.ordinal }] : [];
+    });
   }
 }
 

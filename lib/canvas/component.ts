@@ -7,7 +7,7 @@
 import type { CallReport, CompletedCall } from './calls';
 import { z } from 'zod';
 import type { DslProblem } from './errors';
-import type { FieldType, FormField } from './forms';
+import type { FieldType, FormField, PauseMail } from './forms';
 import type { ReferenceChunk, ReferenceDocument, RunReference } from './run-references';
 import type { TextStream } from './text-stream';
 
@@ -132,6 +132,8 @@ export interface FormCapability<P> {
   tips?(params: P, ctx: ComponentContext): Promise<string>;
   /** Seconds the form waits before its timer fires (then it runs with `ctx.timedOut`). */
   timeoutSeconds?(params: P): number | undefined;
+  /** The mail that sends the form's link when the run pauses here, rendered against the run; undefined: none. */
+  mail?(params: P, ctx: ComponentContext): Promise<Omit<PauseMail, 'component_id'> | undefined>;
 }
 
 /** The component that starts every pass of the workflow (Begin). */
@@ -216,4 +218,4 @@ export function createRegistry(
   return new Map(definitions.map((d) => [d.name, d]));
 }
 
-export type { FieldType, FormField, TextStream };
+export type { FieldType, FormField, PauseMail, TextStream };

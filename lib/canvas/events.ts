@@ -15,6 +15,8 @@ export interface FieldView {
   /** A decision field's choices, in button order (see FormField). */
   decisions?: { id: string; label: string }[];
   description?: string;
+  /** An `object` field's JSON Schema, which a changed value must fit (see FormField). */
+  schema?: Record<string, unknown>;
   value: unknown;
 }
 

@@ -4,6 +4,7 @@
  * (`{"age": {"type": "integer", "value": 42}}`) and normalised to the field's type here, so
  * a wrong type is refused before the turn changes anything.
  */
+import { sameJson, schemaProblems } from './json-schema';
 import { isRecord } from './references';
 
 export const FIELD_TYPES = [
@@ -33,8 +34,30 @@ export interface FormField {
    */
   decisions?: Decision[];
   description?: string;
+  /**
+   * An `object` field's JSON Schema (an Agent approval's `arguments`: the tool's parameters): a
+   * submitted value other than the preset must fit it, else it is refused as any wrong value.
+   */
+  schema?: Record<string, unknown>;
   /** Preset or current value; null when none. */
   value: unknown;
+}
+
+/**
+ * A form's link to be e-mailed when the run pauses there (UserFillUp `form_link_email`),
+ * rendered at the pause; the link itself is made from the committed turn (lib/turns).
+ */
+export interface PauseMail {
+  component_id: string;
+  /** The addresses, each checked. */
+  to: string[];
+  /** What did not give an address (a reference with no value, text that is no address). */
+  problems: string[];
+  subject: string;
+  /** HTML; `{form_link}` and `{expires_at}` stand for the link and its expiry. */
+  body: string;
+  /** The link's lifetime, counted from the pause. */
+  expires_in_seconds: number;
 }
 
 /** One choice of a decision field: the id an answer names, and its button's label. */
@@ -103,7 +126,7 @@ export function normalizeFieldValue(field: FormField, submitted: unknown): Norma
       if (raw === 'true' || raw === 'false') return { ok: true, value: raw === 'true' };
       return { ok: false, message: 'expected true or false' };
     case 'object':
-      return normalizeObject(raw);
+      return fitSchema(field, normalizeObject(raw));
     case 'file':
       return normalizeFile(raw);
   }
@@ -128,6 +151,13 @@ function normalizeObject(raw: unknown): Normalized {
     // fall through to the error below
   }
   return { ok: false, message: 'expected a JSON object or list' };
+}
+
+/** An object field with a schema: a value changed from the preset must fit it (the preset is what was proposed, as it was). */
+function fitSchema(field: FormField, normalized: Normalized): Normalized {
+  if (!normalized.ok || !field.schema || sameJson(normalized.value, field.value)) return normalized;
+  const problems = schemaProblems(field.schema, normalized.value);
+  return problems.length === 0 ? normalized : { ok: false, message: `does not fit its JSON Schema: ${problems.join('; ')}` };
 }
 
 /** A file is referenced by id or by a descriptor object; several as a list. */

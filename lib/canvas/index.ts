@@ -4,7 +4,7 @@ export * from './component';
 export { compileWorkflow, DSL_LIMITS, type Workflow, type WorkflowNode } from './dsl';
 export * from './errors';
 export * from './events';
-export { FIELD_TYPES, type FieldType, type FormField } from './forms';
+export { FIELD_TYPES, type FieldType, type FormField, type PauseMail } from './forms';
 export { type CanvasState, type HistoryEntry, RUN_STATUSES, type RunStatus, STATE_VERSION, type TurnHistoryEntry } from './state';
 export { citationKey, MAX_REFERENCE_CHUNKS, MAX_REFERENCE_DOCS, type ReferenceChunk, type ReferenceDocument, type RunReference } from './run-references';
 export { TextStream } from './text-stream';

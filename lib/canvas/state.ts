@@ -6,7 +6,7 @@
  */
 import type { CompletedCall } from './calls';
 import type { Outputs } from './component';
-import type { FormField } from './forms';
+import type { FormField, PauseMail } from './forms';
 import { StateVersionError } from './errors';
 import type { FieldView } from './events';
 import { readReference, type RunReference } from './run-references';
@@ -75,6 +75,8 @@ export interface PendingPrompt {
   component_ids: string[];
   /** When a waiting form's timer fires (epoch ms); absent: no timer armed. */
   due_at?: number;
+  /** The forms asked that want their link e-mailed, and what to send. */
+  mail?: PauseMail[];
 }
 
 export interface CanvasState {

@@ -9,7 +9,7 @@ import { TransientError } from './errors';
 import { EventQueue } from './event-queue';
 import { type CanvasEvent, event, type FieldView } from './events';
 import { fields, formState } from './form-state';
-import { fieldSatisfied, type FormField } from './forms';
+import { fieldSatisfied, type FormField, type PauseMail } from './forms';
 import { dict } from './state';
 import { TextStream } from './text-stream';
 
@@ -23,6 +23,7 @@ export async function* pause(core: CanvasCore, scope: RunScope, holding: readonl
   s.frontier = [...holding, ...s.frontier.filter((id) => !holding.includes(id))];
   const inputs = dict<FieldView>();
   const tips: string[] = [];
+  const mail: PauseMail[] = [];
   for (const id of holding) {
     const node = core.workflow.node(id);
     const form = formState(core, id);
@@ -34,12 +35,15 @@ export async function* pause(core: CanvasCore, scope: RunScope, holding: readonl
       inputs[f.key] = fieldView(f, form.values[f.key]);
     }
     const tipsOf = node.definition.form?.tips;
+    const mailOf = node.definition.form?.mail;
     if (paused) {
       if (paused.tips) tips.push(paused.tips);
-    } else if (tipsOf) {
+    } else if (tipsOf || mailOf) {
       const ctx = new NodeContext(scope, id, new EventQueue(), form.values);
-      const text = await tipsOf(node.params, ctx);
+      const text = tipsOf ? await tipsOf(node.params, ctx) : '';
       if (text) tips.push(text);
+      const asked = mailOf ? await mailOf(node.params, ctx) : undefined;
+      if (asked) mail.push({ component_id: id, ...asked });
     }
   }
   s.status = 'waiting_for_input';
@@ -49,7 +53,7 @@ export async function* pause(core: CanvasCore, scope: RunScope, holding: readonl
   // the earliest timer of the forms asked; a re-ask keeps the deadline set when first asked
   const previousDue = core.previousDue;
   const due = timeouts.length === 0 ? undefined : (previousDue ?? core.clock() + Math.min(...timeouts) * 1000);
-  s.prompt = { inputs, tips: tips.join('\n\n'), component_ids: [...holding], ...(due !== undefined ? { due_at: due } : {}) };
+  s.prompt = { inputs, tips: tips.join('\n\n'), component_ids: [...holding], ...(due !== undefined ? { due_at: due } : {}), ...(mail.length > 0 ? { mail } : {}) };
   yield event('user_inputs', { inputs, tips: s.prompt.tips });
 }
 
@@ -194,6 +198,7 @@ function fieldView(field: FormField, value: unknown): FieldView {
     ...(field.options ? { options: field.options } : {}),
     ...(field.decisions ? { decisions: field.decisions.map((d) => ({ id: d.id, label: d.label })) } : {}),
     ...(field.description ? { description: field.description } : {}),
+    ...(field.schema ? { schema: field.schema } : {}),
     value: value ?? null,
   };
 }

@@ -81,6 +81,8 @@ export interface GatedCall {
   path: readonly number[];
   /** What the model said in the round that made the call. */
   said: string;
+  /** The tool's JSON Schema of its arguments: an edit must fit it. */
+  parameters: Record<string, unknown>;
 }
 
 /**
@@ -131,7 +133,7 @@ export async function decide(ctx: ComponentContext, call: GatedCall): Promise<De
     await ctx.callCompleted();
     return decision;
   }
-  throw new PauseRequest(approvalFields(call.args), approvalTips(call), { approval: pending });
+  throw new PauseRequest(approvalFields(call.args, call.parameters), approvalTips(call), { approval: pending });
 }
 
 /** What the model is told of a rejected call. */
@@ -139,13 +141,13 @@ export function rejection(decision: Decision): string {
   return `The user rejected this tool call${decision.reason ? `: ${decision.reason}` : '.'} Do not make it again; go on without it.`;
 }
 
-function approvalFields(args: Record<string, unknown>): FormField[] {
+function approvalFields(args: Record<string, unknown>, parameters: Record<string, unknown>): FormField[] {
   return [
     decisionField('decision', [
       { id: 'approve', label: 'Approve' },
       { id: 'reject', label: 'Reject' },
     ]),
-    { key: 'arguments', name: 'Arguments', type: 'object', optional: true, description: 'The call is made with these; edit them before approving.', value: args },
+    { key: 'arguments', name: 'Arguments', type: 'object', optional: true, description: "The call is made with these; edit them before approving (an edit must fit the tool's parameters).", schema: parameters, value: args },
     { key: 'reason', name: 'Reason', type: 'line', optional: true, description: 'Told to the model when the call is rejected.', value: null },
   ];
 }

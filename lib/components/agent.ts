@@ -184,7 +184,8 @@ async function invokeAgent(p: AgentParams, ctx: ComponentContext, registry: Tool
     const mcp = new McpSessions(() => mcpOf(ctx), { signal: ctx.signal, headers: p.custom_header });
     return closingMcp(runRounds(model, messages, p, { ctx, registry, signal: ctx.signal, path: [], next: 0, mcp, nested: new Map() }, trace), mcp);
   };
-  // a pause for an approval happens in invoke, not while a Message reads the stream
+  // not streamed when an approval may pause it: a round's text comes before the calls that end it,
+  // so text shown live could belong to a turn that pauses (docs/tools.md, approvals)
   if (!schema && ctx.downstreamStreams && !ctx.handlesErrors && !asksApproval(p)) {
     const stream = new TextStream(run());
     return { outputs: { content: stream, use_tools: trace } };
@@ -376,7 +377,7 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
   };
   let request = { tool: call.name, arguments: args };
   if (needsApproval(gate.approval, { name: call.name, toolName: bound.tool.name, entryName: bound.entryName, args })) {
-    const decision = await decide(rounds.ctx, { name: call.name, toolName: bound.tool.name, args, request, ordinal, path: rounds.path, said: gate.said });
+    const decision = await decide(rounds.ctx, { name: call.name, toolName: bound.tool.name, args, request, ordinal, path: rounds.path, said: gate.said, parameters: bound.tool.parameters });
     if (decision.decision === 'reject') return rejection(decision);
     if (decision.arguments) request = { tool: call.name, arguments: decision.arguments };
   }

@@ -11,13 +11,15 @@
  * `decision_label` say which was taken. A timeout goes to `timeout_goto`, or else down the
  * downstream edges no decision names.
  *
- * `form_link` (Easel's addition) sends the form's link with the `turn.paused` webhook.
+ * `form_link` (Easel's addition) sends the form's link with the `turn.paused` webhook;
+ * `form_link_email` e-mails it (form-link-mail.ts).
  */
 import { z } from 'zod';
 import { defineComponent } from '../canvas/component';
 import type { FormField } from '../canvas/forms';
 import { idList } from './checks';
 import { decisionField, fieldOutputs, formFieldsSchema, toFormFields } from './form-fields';
+import { DEFAULT_MAIL_LINK_SECONDS, formLinkEmailParam, renderPauseMail } from './form-link-mail';
 
 const DEFAULT_TIPS = 'Please fill up the form';
 
@@ -45,6 +47,8 @@ const params = z.looseObject({
   form_link: z
     .union([z.literal(true), z.strictObject({ expires_in_seconds: z.number().int().min(60).max(30 * 86_400) })])
     .nullish(),
+  /** Easel's addition: the form's link is e-mailed when the run pauses here (form-link-mail.ts). */
+  form_link_email: formLinkEmailParam,
   decisions: z
     .array(decision)
     .max(MAX_DECISIONS, `at most ${MAX_DECISIONS} decisions`)
@@ -78,6 +82,9 @@ export const userFillUp = defineComponent({
     keepValues: false,
     tips: async (p, ctx) => (p.enable_tips ? ctx.render(p.tips) : ''),
     timeoutSeconds: (p) => p.timeout_seconds ?? undefined,
+    // the link's lifetime: the mail's own, else form_link's, else 7 days
+    mail: async (p, ctx) =>
+      p.form_link_email ? renderPauseMail(p.form_link_email, ctx, p.enable_tips ? await ctx.render(p.tips) : '', formLinkSeconds(p, DEFAULT_MAIL_LINK_SECONDS) ?? DEFAULT_MAIL_LINK_SECONDS) : undefined,
   },
   branchTargets: (p) => [...p.timeout_goto, ...decisionTargets(p)],
   // targets are checked with every branch target (they must exist, in the same scope)

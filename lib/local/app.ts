@@ -80,6 +80,8 @@ export function buildLocalApp(config: EaselConfig, options: { logger?: Logger; l
     pump: () => pumpDueTimers(runtime.engine, 100, log),
     defaultPublicUrl: (url) => {
       deps.publicUrl ??= url;
+      // e-mailed form links need a whole URL: this server's, unless one was configured
+      if (runtime.engine.formLinks) runtime.engine.formLinks.baseUrl ??= url;
     },
   };
 }

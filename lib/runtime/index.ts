@@ -18,6 +18,7 @@ import type { McpConnector } from '../mcp/types';
 import type { SsrfGuard } from '../outbound/ssrf';
 import type { StoreContext } from '../store/dynamo';
 import type { TurnEngine } from '../turns/execute';
+import { formLinkTokens } from '../turns/form-links';
 import type { TurnLifecycle } from '../turns/lifecycle';
 import { buildEngine, type EngineParts } from './engine';
 import { buildGuard } from './guard';
@@ -97,6 +98,13 @@ export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}):
     ...(options.lifecycle ? { lifecycle: options.lifecycle } : {}),
     ...(options.afterResponse ? { afterResponse: options.afterResponse } : {}),
   });
+  // the links committed pauses e-mail (UserFillUp form_link_email), as the API and the worker make them
+  const formBaseUrl = config.http.formBaseUrl ?? config.http.publicUrl;
+  engine.formLinks = {
+    tokens: formLinkTokens((purpose) => secrets.serverKey(purpose)),
+    ...(formBaseUrl ? { baseUrl: formBaseUrl } : {}),
+    ...(logger ? { log: (message: string, fields: Record<string, unknown>) => logger.info(message, fields) } : {}),
+  };
   const queueUrl = config.queue.url;
   return {
     config,

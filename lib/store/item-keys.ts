@@ -19,6 +19,8 @@ export const keys = {
   /** Turn n's slot: its claim while the turn runs (turn-slot.ts), then its record. */
   turn: (turn: number) => `${TURN_PREFIX}${String(turn).padStart(8, '0')}`,
   blob: (hash: string) => `B#${hash}`,
+  /** The e-mail of the form link of the pause after turn n, one per form (store/pause-mail.ts). */
+  pauseMail: (turn: number, componentId: string) => `MAIL#${String(turn).padStart(8, '0')}#${componentId}`,
   blobChunk: (hash: string, index: number) => `B#${hash}#${String(index).padStart(4, '0')}`,
   idempotency: (tenant: string, key: string) => `T#${tenant}#I#${key}`,
   /** Tenant secrets, under the tenant's own item (see store/secrets.ts). */

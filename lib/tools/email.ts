@@ -77,6 +77,11 @@ const HOSTNAME = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9])?(\.[a-z0-9_]
 /** An address as a model or a DSL writes it: no display name, no spaces, one @. */
 const ADDRESS = /^[^\s@<>,;:"()[\]\\]+@[^\s@<>,;:"()[\]\\]+$/;
 
+/** Whether `text` is one e-mail address as the Email tool takes it (no display name, no spaces, one @). */
+export function isEmailAddress(text: string): boolean {
+  return ADDRESS.test(text);
+}
+
 const required = (description: string) =>
   z
     .string({ error: `${description} does not support empty value.` })

@@ -44,6 +44,7 @@ import {
 import type { Actor } from './actors';
 import { canvasOptions, compiled, resolveWorkflow, withHistory } from './compiled';
 import { resolveFileInputs } from './files';
+import { checkPauseMail, resendPauseMail, sendPauseMail } from './form-link-mail';
 import { abortedBy, tracked, turnSignal } from './lifecycle';
 import { checkTurnQuota, countTurn, RateLimitedError, runQuotaApplies, takeRunQuota } from './quotas';
 import { buildResponse, queryNotice, standInOf } from './response';
@@ -81,7 +82,11 @@ async function runTurn(engine: TurnEngine, original: TurnRequest): Promise<TurnR
       }
       throw error;
     }
-    if ('replay' in begun) return begun.replay;
+    if ('replay' in begun) {
+      // a retry of a turn that paused at a form asking for its link by e-mail: sent if it was not yet
+      await resendPauseMail(engine, original.tenant, begun.replay);
+      return begun.replay;
+    }
     if ('running' in begun) throw new TurnInProgressError(begun.running.turn - 1, 'running');
     try {
       return await runAndCommit(engine, begun);
@@ -461,6 +466,9 @@ export async function commitCanvas(
   const state = canvas.serialize();
   const standIn = standInOf(canvas.lastTurnCalls.records);
   const notice = request.command ? undefined : queryNotice(head.status, request.runInput, state.status);
+  // a form that asks for its link by e-mail: whether it can go is said in the response
+  const mails = state.status === 'waiting_for_input' ? state.prompt?.mail : undefined;
+  const formLinkEmail = mails ? await checkPauseMail(engine, head.tenant, mails) : undefined;
   const response = buildResponse({
     runId: head.id,
     workflowId: head.workflowId,
@@ -475,6 +483,7 @@ export async function commitCanvas(
     createdAt: new Date(now(engine)).toISOString(),
     ...(standIn ? { standIn } : {}),
     ...(notice ? { notice } : {}),
+    ...(formLinkEmail ? { formLinkEmail } : {}),
   });
   const body = JSON.stringify(response);
   await request.hooks?.beforeCommit?.();
@@ -501,8 +510,9 @@ export async function commitCanvas(
     storedBlobs: extra.storedBlobs ?? prepared.loaded?.storedBlobs ?? new Set(),
     ...(extra.lease ? { lease: extra.lease } : {}),
   });
-  // after the commit: a turn that crosses a token budget completes (quotas.ts)
+  // after the commit: a turn that crosses a token budget completes (quotas.ts); the form's link goes out
   await countTurn(engine, request, response.usage.total_tokens);
+  if (mails && formLinkEmail?.status === 'sending') await sendPauseMail(engine, { tenant: head.tenant, workflowId: head.workflowId, runId: head.id, turn, pausedAt: response.created_at, mails });
   return { body, response, replayed: false };
 }
 

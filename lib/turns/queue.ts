@@ -30,6 +30,7 @@ import { formLinkSeconds } from '../components/user-fill-up';
 import type { SignedTokens } from '../secrets/signed-tokens';
 import { claimNextTurn, compiledVersion, type TurnEngine, type TurnRequest } from './execute';
 import { DEFAULT_LINK_SECONDS, pauseLink } from './form-links';
+import { resendPauseMail } from './form-link-mail';
 import type { TurnResponse } from './response';
 import { RateLimitedError } from './quotas';
 
@@ -177,6 +178,8 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
       return report(deps, message, { kind: 'released', runId: outcome.runId, turn: outcome.turn, reason });
     }
     const r = outcome.result.response;
+    // a delivery of a turn committed before (a redelivered message): its form link's mail, if it was not sent yet
+    if (outcome.result.replayed) await resendPauseMail(deps.engine, message.tenant, outcome.result);
     if (message.callback_url) {
       const paused = r.status === 'waiting_for_input';
       await notify(deps, message, paused ? 'turn.paused' : `turn.${r.status}`, paused ? await withFormLink(deps, message.tenant, r) : r);

@@ -5,6 +5,7 @@
  */
 import type { CallRecord, CanvasEvent, FieldView, RunStatus, TurnUsage } from '../canvas';
 import { ECHO_MODEL_ID } from '../llm/echo';
+import type { FormLinkEmailStatus } from './form-link-mail';
 
 /** What the run waits for: the form's component, its tips and the fields still needed. */
 export interface NextInputHint {
@@ -42,6 +43,11 @@ export interface TurnResponse {
   stand_in?: StandIn;
   /** Present when something sent was not used (`TurnNotice`). */
   notice?: TurnNotice;
+  /**
+   * Present when the form the run paused at asks for its link to be e-mailed
+   * (UserFillUp `form_link_email`): sent once the turn committed, or why not.
+   */
+  form_link_email?: FormLinkEmailStatus;
 }
 
 /**
@@ -116,6 +122,7 @@ export function buildResponse(args: {
   createdAt: string;
   standIn?: StandIn;
   notice?: TurnNotice;
+  formLinkEmail?: FormLinkEmailStatus;
 }): TurnResponse {
   const end = args.events.at(-1);
   return {
@@ -140,6 +147,7 @@ export function buildResponse(args: {
     created_at: args.createdAt,
     ...(args.standIn ? { stand_in: args.standIn } : {}),
     ...(args.notice ? { notice: args.notice } : {}),
+    ...(args.formLinkEmail ? { form_link_email: args.formLinkEmail } : {}),
   };
 }
 

@@ -7,6 +7,7 @@ import type { StoreContext } from '../store/dynamo';
 import type { LoadedSession, SessionHead } from '../store/sessions';
 import type { Actor } from './actors';
 import type { FileAccess } from './files';
+import type { FormLinkSettings } from './form-link-mail';
 import type { TurnLifecycle } from './lifecycle';
 import type { QuotaSettings } from './quotas';
 import type { TurnResponse } from './response';
@@ -43,6 +44,11 @@ export interface TurnEngine {
    * ends (a streaming Function URL). Absent: the work is done before the turn returns.
    */
   afterResponse?: (work: () => Promise<void>) => void;
+  /**
+   * Form links the server makes and e-mails from committed turns (UserFillUp
+   * `form_link_email`, form-link-mail.ts); absent: a pause that asks for one says it was not sent.
+   */
+  formLinks?: FormLinkSettings;
 }
 
 export interface TurnRequest {

@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Canvas, compileWorkflow, type CanvasEvent } from '../../lib/canvas';
 import { createAgent } from '../../lib/components/agent';
 import { approvalParam, needsApproval } from '../../lib/components/agent-approvals';
-import { DslValidationError } from '../../lib/canvas';
+import { DslValidationError, InvalidInputsError } from '../../lib/canvas';
+import { schemaProblems } from '../../lib/canvas/json-schema';
 import { withComponents } from '../../lib/components';
 import { createToolRegistry } from '../../lib/tools/registry';
 import { tavilyTools } from '../../lib/tools/tavily';
@@ -145,6 +146,56 @@ describe('Agent tool-call approvals', () => {
     expect(canvas.serialize().status).toBe('completed');
   });
 
+  it("refuse edited arguments that do not fit the tool's parameters, naming the field and what is wrong; the pause stays as it was", async () => {
+    const { registry, services } = setup();
+    const workflow = compileWorkflow(researcher(), registry);
+    const canvas = Canvas.create(workflow, { seed: 3, clock: steppingClock(), services });
+    const paused = await turn(canvas, { query: 'Tell me about the harbour.' });
+    // the hint carries the schema an edit must fit
+    expect(pauseOf(paused)!.inputs.arguments).toMatchObject({ schema: { type: 'object', required: ['query'] } });
+    const saved = JSON.stringify(canvas.serialize());
+    const before = mark();
+    const refusals: [unknown, string][] = [
+      [{ topic: 'news' }, 'does not fit its JSON Schema: "query" is required'],
+      [{ query: 42 }, 'does not fit its JSON Schema: query: expected string, got number 42'],
+      [{ query: 'bridge', topic: 'sports' }, 'does not fit its JSON Schema: topic: must be one of ["general","news"]'],
+      [{ query: 'bridge', include_domains: ['a.example', 7] }, 'does not fit its JSON Schema: include_domains.1: expected string, got number 7'],
+    ];
+    for (const [edit, message] of refusals) {
+      let caught: unknown;
+      try {
+        await turn(canvas, { inputs: { decision: 'approve', arguments: edit } });
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught, JSON.stringify(edit)).toBeInstanceOf(InvalidInputsError);
+      const problem = (caught as InvalidInputsError).fields[0]!;
+      expect(problem).toMatchObject({ component_id: 'Agent:Research', field: 'arguments' });
+      expect(problem.message.toLowerCase()).toContain(message.toLowerCase());
+    }
+    // nothing ran and nothing changed: the same pause, answered now with an edit that fits
+    expect(since(before)).toEqual({ model: 0, tavily: 0 });
+    expect(JSON.stringify(canvas.serialize())).toBe(saved);
+    const events = await turn(canvas, { inputs: { decision: 'approve', arguments: { query: 'harbour bridge', topic: 'news', include_domains: ['history.example'] } } });
+    expect(pauseOf(events)?.tips).toContain('{"query":"old lighthouse"}');
+    expect(tavily.requests.at(-1)!.body).toMatchObject({ query: 'harbour bridge', topic: 'news', include_domains: ['history.example'] });
+  });
+
+  it('take the proposed arguments sent back unchanged, in any key order, without checking them again', async () => {
+    const { registry, services } = setup();
+    // the model proposes a call its own tool's schema refuses (a topic Tavily does not have)
+    const odd = { query: 'harbour bridge', topic: 'gossip' };
+    model.enqueue({ kind: 'tools', calls: [{ name: 'tavily_search_0', arguments: odd }], text: '' });
+    const canvas = Canvas.create(compileWorkflow(researcher(['tavily_search']), registry), { seed: 3, clock: steppingClock(), services });
+    await turn(canvas, { query: 'Tell me about the harbour.' });
+    // approving it as proposed (as a form sends its preset back) is no edit: the call is made as
+    // the model wrote it, and the tool refuses it as it refuses any call of the model's
+    const events = await turn(canvas, { inputs: { decision: 'approve', arguments: { topic: 'gossip', query: 'harbour bridge' } } });
+    expect(events.at(-1)?.event).toBe('user_inputs');
+    const told = model.requests.at(-1)!.body.messages.filter((m) => m.role === 'tool').map((m) => String(m.content));
+    expect(told[0]).toMatch(/^error: .*topic/);
+  });
+
   it('leave no pause behind when the Agent fails after the answer', async () => {
     const { registry, services } = setup();
     const workflow = compileWorkflow(researcher(), registry);
@@ -159,6 +210,19 @@ describe('Agent tool-call approvals', () => {
     expect(canvas.serialize().nodes['Agent:Research']?.form).toBeUndefined();
   });
 
+  it.each([false, true])('of calls made in parallel, run the one that needs none at once, and never again when the other is answered (restored: %s)', async (restore) => {
+    // one round asks for two searches: the lighthouse one waits for approval, the bridge one does not
+    model.enqueue({ kind: 'tools', calls: [{ name: 'tavily_search_0', arguments: { query: 'old lighthouse' } }, { name: 'tavily_search_0', arguments: { query: 'harbour bridge' } }], text: 'Both at once.' });
+    const before = mark();
+    const { turns, canvas } = await conversation(researcher({ tavily_search: { query: { matches: 'lighthouse' } } }), [{ decision: 'approve' }], restore);
+    expect(pauseOf(turns[0]!)?.tips).toContain('{"query":"old lighthouse"}');
+    // the first round, then the answer; the bridge search in turn 1, the lighthouse one once approved
+    expect(since(before)).toEqual({ model: 2, tavily: 2 });
+    expect(tavily.requests.slice(-2).map((r) => (r.body as { query: string }).query)).toEqual(['harbour bridge', 'old lighthouse']);
+    expect(messages(turns[1]!)).toEqual(['Both at once.Answer from 2 results: lit in 1871; opened in 1932']);
+    expect(canvas.serialize().status).toBe('completed');
+  });
+
   it('with a condition on the arguments, ask only for the calls that meet it', async () => {
     const before = mark();
     const { turns, canvas } = await conversation(researcher({ tavily_search: { query: { matches: 'lighthouse' } } }), [{ decision: 'approve' }], true);
@@ -166,6 +230,27 @@ describe('Agent tool-call approvals', () => {
     expect(pauseOf(turns[0]!)?.tips).toContain('{"query":"old lighthouse"}');
     expect(since(before)).toEqual({ model: 3, tavily: 2 });
     expect(canvas.serialize().status).toBe('completed');
+  });
+});
+
+describe('tool parameter schemas', () => {
+  it('check built-in and MCP-style schemas alike, naming where each problem is', () => {
+    const mcpStyle = {
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      type: 'object',
+      properties: { order: { type: 'object', properties: { id: { type: 'string', pattern: '^A-' }, lines: { type: 'array', minItems: 1, items: { type: 'integer' } } }, required: ['id'], additionalProperties: false } },
+      required: ['order'],
+    };
+    expect(schemaProblems(mcpStyle, { order: { id: 'A-1', lines: [1, 2] } })).toEqual([]);
+    expect(schemaProblems(mcpStyle, {})).toEqual(['"order" is required']);
+    expect(schemaProblems(mcpStyle, { order: { lines: [] } })).toEqual(['"order.id" is required', 'order.lines: array has too few items (0 < 1)']);
+    expect(schemaProblems(mcpStyle, { order: { id: 'B-1', lines: ['x'], note: 1 } })).toEqual([
+      'order.id: does not match the pattern ^A-',
+      'order.lines.0: expected integer, got text "x"',
+      '"order.note" is not one of the parameters',
+    ]);
+    // a schema that cannot be used refuses every value, saying why
+    expect(schemaProblems({ $ref: 'https://schemas.example/order.json' }, {})[0]).toMatch(/^the schema cannot be checked \(Unresolved \$ref/);
   });
 });
 

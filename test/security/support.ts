@@ -110,6 +110,7 @@ export const ROUTES: readonly Route[] = [
   { method: 'GET', path: '/playground/assets/app.css', api: 'public' },
   { method: 'GET', path: '/playground/assets/form.js', api: 'public' },
   { method: 'GET', path: '/playground/assets/fields.js', api: 'public' },
+  ...['api', 'form-view', 'live', 'markdown', 'run-list', 'transcript'].map((name) => ({ method: 'GET', path: `/playground/assets/${name}.js`, api: 'public' }) as const),
   { method: 'GET', path: '/playground/form', api: 'public' },
   // no API key: the form link's token (Easel-Form-Token) is the capability (form-links.test.ts)
   { method: 'GET', path: '/workflows/v1/form-link', api: 'public' },

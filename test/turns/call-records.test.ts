@@ -126,7 +126,7 @@ describe('call records', () => {
     ]);
   });
 
-  it('answer a resumed batch by component, path, kind and request hash in the order made; a request no record matches goes live from there', () => {
+  it('answer a resumed batch by component, path, kind and request hash in the order made; a request no record matches goes live, the records staying for the rest', () => {
     const log = new CallLog();
     log.add('Agent:A', [], { kind: 'model', name: 'm', request: { round: 0 }, result: { text: 'a' } });
     // two calls made in parallel, the second completed first
@@ -146,11 +146,15 @@ describe('call records', () => {
     expect(replay.take('Agent:A', [], { kind: 'tool', name: 't_0', request: { q: 3 } })?.record).toMatchObject({ status: 'error', error: 'the service answered 500' });
     // nothing recorded at that path: a call in flight, not a divergence
     expect(replay.take('Agent:B', [], { kind: 'model', name: 'm', request: { round: 0 } })).toBeUndefined();
-    // a request that differs: live, and so is every later call of that component
+    // a request no record matches goes live (a call the earlier run never made, one made in
+    // parallel, or one that differs); the records stay for the requests that match them
     expect(replay.take('Agent:B', ['Loop:L'], { kind: 'model', name: 'm', request: { round: 0, changed: true } })).toBeUndefined();
-    expect(replay.take('Agent:B', ['Loop:L'], { kind: 'model', name: 'm', request: { round: 0 } })).toBeUndefined();
+    expect(replay.take('Agent:A', [], { kind: 'tool', name: 't_0', request: { q: 4 } })).toBeUndefined();
     expect(replay.diverged).toEqual([{ component_id: 'Agent:B', kind: 'model', ordinal: 0 }]);
-    expect(replay.replayed).toBe(4);
+    expect(replay.take('Agent:B', ['Loop:L'], { kind: 'model', name: 'm', request: { round: 0 } })?.record.result).toEqual({ text: 'b' });
+    // every record answered: nothing went another way
+    expect(replay.diverged).toEqual([]);
+    expect(replay.replayed).toBe(5);
   });
 
   it('are bounded per turn: later calls are counted, not recorded, and ordinals go on', () => {
