@@ -4,7 +4,7 @@
  * the spinner (TTY only), refusal messages, and usage errors of `main` (exit code 2).
  */
 import { PassThrough, Readable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { describeRefusal, type FieldView } from '../../lib/cli/client';
 import { askForm, parseAnswer, promptFor } from '../../lib/cli/forms';
 import { main } from '../../lib/cli/main';
@@ -116,13 +116,17 @@ describe('LineReader', () => {
 });
 
 describe('spinner', () => {
-  it('draws and erases itself on a TTY only', async () => {
+  it('draws and erases itself on a TTY only', () => {
+    // the spinner's timer on a clock of the test's: a loaded machine fires timers late
+    vi.useFakeTimers();
     const tty = sink(true);
     const s = spinner(tty, 'running turn 1…');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    vi.advanceTimersByTime(200);
     s.stop();
+    vi.useRealTimers();
     s.stop();
-    expect(tty.text()).toMatch(/^\r\x1b\[2K⠋ running turn 1…(\r\x1b\[2K. running turn 1…)+\r\x1b\[2K$/);
+    // drawn at once, redrawn every 80 ms (twice in 200), erased once
+    expect(tty.text()).toMatch(/^\r\x1b\[2K⠋ running turn 1…(\r\x1b\[2K. running turn 1…){2}\r\x1b\[2K$/);
     const piped = sink(false);
     spinner(piped, 'x').stop();
     expect(piped.text()).toBe('');
