@@ -17,7 +17,9 @@ export const shared = {
     environment: 'node' as const,
     // One DynamoDB Local for the whole run (or EASEL_DYNAMODB_ENDPOINT); see the file.
     globalSetup: ['test/global-setup.ts'],
-    testTimeout: 30_000,
+    // a bound for a test that hangs, not a measure of speed: tests take seconds, but on a loaded
+    // two-core machine everything takes several times as long
+    testTimeout: 120_000,
     // hooks bundle servers (esbuild), start processes and embedding models: seconds alone, many
     // more on a loaded two-core machine, where vitest's default of 10 s fails suites that are fine
     hookTimeout: 120_000,

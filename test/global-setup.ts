@@ -17,7 +17,7 @@ declare module 'vitest' {
 
 /**
  * How long DynamoDB Local may take to answer before the run gives up: a JVM starting on a busy
- * two-core machine can take far longer than the 20 s `npm start` waits, and giving up here
+ * two-core machine can take longer than the 60 s `npm start` waits, and giving up here
  * fails every suite at once.
  */
 const STARTUP_LIMIT_MS = 120_000;

@@ -30,7 +30,7 @@ export interface DynamoDbLocalOptions {
   log?: (line: string) => void;
   /** The Java executable. @default 'java' (looked up on PATH) */
   javaCommand?: string;
-  /** How long to wait for the first successful ListTables. @default 20_000 ms */
+  /** How long to wait for the first successful ListTables (a JVM on a busy machine can take many seconds). @default 60_000 ms */
   readyTimeoutMs?: number;
 }
 
@@ -77,7 +77,7 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
   for (let attempt = 1; ; attempt++) {
     const port = options.port ?? (await freePort());
     try {
-      return await launch({ java, port, dataDir, log: options.log, readyTimeoutMs: options.readyTimeoutMs ?? 20_000 });
+      return await launch({ java, port, dataDir, log: options.log, readyTimeoutMs: options.readyTimeoutMs ?? 60_000 });
     } catch (error) {
       if (attempt >= attempts || !(error instanceof PortInUseError)) throw error;
     }

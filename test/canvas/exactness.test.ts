@@ -230,7 +230,9 @@ describe('exactness: one Canvas vs a fresh Canvas from JSON at every pause', () 
     expect(withLoopForm).toBeGreaterThan(5);
     expect(withModel).toBeGreaterThan(40);
     expect(withReferences).toBeGreaterThan(20);
-  });
+    // 150 generated conversations over a local model server: seconds alone, far more on a loaded
+    // machine; a run cut short by a timeout would go on calling the server the next test counts
+  }, 300_000);
 
   it.each(['form-intake', 'begin-required', 'loop-with-form', 'iteration', 'loop-exit', 'switch-and-or'])(
     'holds for the %s fixture',
@@ -270,7 +272,7 @@ describe('exactness: a turn stopped at a checkpoint and finished in a fresh Canv
     );
     // the generated workflows must actually be stopped mid-turn, not only at their pauses
     expect(suspendedSomewhere).toBeGreaterThan(50);
-  });
+  }, 300_000);
 
   it.each(['form-intake', 'loop-with-form', 'iteration', 'loop-exit', 'switch-and-or'])('holds for the %s fixture', async (name) => {
     const dsl = fixture(name);

@@ -111,12 +111,15 @@ describe('createTableInput', () => {
   });
 });
 
+/** A JVM starting on a loaded two-core machine (the test global setup allows as long). */
+const STARTUP_LIMIT_MS = 120_000;
+
 describe('startDynamoDbLocal', () => {
   it('keeps items in a persistent dataDir across stop and start', async () => {
     const dataDir = join(await tempDir('easel-ddb-'), 'nested', 'db'); // created if missing
     const item = { pk: 'T#persist', sk: 'item', value: 'kept' };
 
-    const first = await startDynamoDbLocal({ dataDir });
+    const first = await startDynamoDbLocal({ dataDir, readyTimeoutMs: STARTUP_LIMIT_MS });
     const a = createDynamoClients({ endpoint: first.endpoint });
     try {
       await ensureTable(a.client, 'persist');
@@ -126,7 +129,7 @@ describe('startDynamoDbLocal', () => {
       await first.stop();
     }
 
-    const second = await startDynamoDbLocal({ dataDir });
+    const second = await startDynamoDbLocal({ dataDir, readyTimeoutMs: STARTUP_LIMIT_MS });
     const b = createDynamoClients({ endpoint: second.endpoint });
     try {
       await ensureTable(b.client, 'persist'); // exists already: no error, no reset
@@ -136,7 +139,7 @@ describe('startDynamoDbLocal', () => {
       b.client.destroy();
       await second.stop();
     }
-  });
+  }, 2 * STARTUP_LIMIT_MS + 30_000);
 
   it('listens on the given port; stop() is idempotent and frees the port', async () => {
     const probe = createServer();
@@ -147,7 +150,7 @@ describe('startDynamoDbLocal', () => {
       }),
     );
     const lines: string[] = [];
-    const local = await startDynamoDbLocal({ port, inMemory: true, log: (line) => lines.push(line) });
+    const local = await startDynamoDbLocal({ port, inMemory: true, log: (line) => lines.push(line), readyTimeoutMs: STARTUP_LIMIT_MS });
     expect(local.port).toBe(port);
     expect(local.endpoint).toBe(`http://127.0.0.1:${port}`);
     expect(lines.some((line) => line.includes(String(port)))).toBe(true);
@@ -162,7 +165,7 @@ describe('startDynamoDbLocal', () => {
     } finally {
       client.destroy();
     }
-  });
+  }, 2 * STARTUP_LIMIT_MS + 30_000);
 
   it('refuses a port that is already taken, before starting Java', async () => {
     const holder = createServer();

@@ -90,7 +90,7 @@ describe('npm start on its own DynamoDB Local (--in-memory)', () => {
 
   beforeAll(async () => {
     server = await startServer({ EASEL_PUMP_INTERVAL_MS: '250' }, ['--in-memory']);
-  }, 60_000);
+  }, 180_000);
 
   it('prints the URL, where the data is, the key, the example ids and a curl line', () => {
     const out = server.stdout();
@@ -274,7 +274,7 @@ describe('npm start on its own DynamoDB Local (--in-memory)', () => {
     const badScope = await keysCli(server.url, ADMIN_KEY, ['create', '--scope', 'execute']);
     expect(badScope.code).toBe(2);
     expect(badScope.stderr).toContain('an execute key needs --workflows');
-  }, 30_000);
+  }, 90_000);
 
   it('stops on SIGINT: exit 0, and neither its port nor DynamoDB Local\'s stays taken', async () => {
     const port = Number(new URL(server.url).port);
@@ -283,7 +283,7 @@ describe('npm start on its own DynamoDB Local (--in-memory)', () => {
     expect(server.stdout()).toMatch(/SIGINT: stopping\.\.\.\nStopped\.\n$/);
     expect(await portFree(port, '127.0.0.1')).toBe(true);
     expect(await portFree(dynamoPort, '0.0.0.0')).toBe(true);
-  }, 20_000);
+  }, 60_000);
 });
 
 describe('npm start on an existing DynamoDB (EASEL_DYNAMODB_ENDPOINT)', () => {
@@ -307,7 +307,7 @@ describe('npm start on an existing DynamoDB (EASEL_DYNAMODB_ENDPOINT)', () => {
     const keys = (await api(second.url, ADMIN_KEY, 'GET', '/workflows/v1/keys')).json.items;
     expect(keys.map((k: { id: string }) => k.id)).toEqual([localKeyId(ADMIN_KEY)]);
     expect(await stopServer(second)).toBe(0);
-  }, 40_000);
+  }, 120_000);
 
   it('refuses an EASEL_API_KEY under 16 characters, saying so', async () => {
     const s = spawnServer({ EASEL_API_KEY: 'too-short', PORT: String(await freePort()) });

@@ -106,5 +106,5 @@ describe('forks', () => {
     );
     // the property was about forks: most generated conversations had one
     expect(forked).toBeGreaterThan(10);
-  });
+  }, 300_000);
 });
