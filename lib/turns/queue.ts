@@ -139,7 +139,7 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
     ...(message.version !== undefined ? { version: message.version } : {}),
     runInput,
     ...(command ? { command } : {}),
-    ...(message.idempotency_key ? { idempotencyKey: message.idempotency_key } : {}),
+    ...idempotencyOf(message, delivery.messageId),
     actor: message.actor ? { kind: message.actor.kind, id: message.actor.id, ...(message.actor.key_id ? { key_id: message.actor.key_id } : {}) } : { kind: 'queue', id: message.run_id ?? 'new' },
   };
   const options: AsyncTurnOptions = {
@@ -197,6 +197,19 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
     if (message.callback_url) await notify(deps, message, 'turn.rejected', { code, error: outcome.reason, run_id: message.run_id ?? null });
     return report(deps, message, outcome);
   }
+}
+
+/**
+ * The message's Idempotency-Key; for a first turn sent without one, a key of its SQS message
+ * id: a redelivery of the message (after a worker crashed, or SQS's at-least-once delivery) then
+ * finds the run the first delivery started — the run id is derived from the key — instead of
+ * starting a second one. A later turn has its run and its claim token (derived from the
+ * message id) for that.
+ */
+function idempotencyOf(message: QueueMessage, messageId: string | undefined): { idempotencyKey?: string } {
+  if (message.idempotency_key) return { idempotencyKey: message.idempotency_key };
+  if (message.run_id || !messageId) return {};
+  return { idempotencyKey: `sqs-message:${sha256(messageId).slice(0, 32)}` };
 }
 
 /**

@@ -46,6 +46,25 @@ afterAll(async () => {
 });
 
 describe('the queue worker', () => {
+  it('starts one run for a first turn sent without a key however often it is delivered; two messages make two', async () => {
+    const engine = testEngine({ openaiUrl: model.url });
+    const deps: QueueDeps = { engine, guard: new SsrfGuard() };
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, fixture('llm-stream'));
+    const body = JSON.stringify({ tenant, workflow_id: workflowId, run_input: { query: 'no key' } });
+    const delivered = sqsRecord(body, 'msg-1');
+    const calls = model.calls;
+    expect(await processBatch(deps, [delivered])).toEqual({ batchItemFailures: [] });
+    expect(await processBatch(deps, [sqsRecord(body, 'msg-1', 2)])).toEqual({ batchItemFailures: [] });
+    expect(model.calls - calls).toBe(1);
+    const listed = async () => (await import('../../lib/store/session-listing')).listSessions(engine.store, tenant, workflowId, { limit: 5 });
+    expect((await listed()).items).toHaveLength(1);
+    // another message with the same body is another request
+    expect(await processBatch(deps, [sqsRecord(body, 'msg-2')])).toEqual({ batchItemFailures: [] });
+    expect((await listed()).items).toHaveLength(2);
+    expect(model.calls - calls).toBe(2);
+  });
+
   it('runs queued turns, absorbs duplicates, drops poison and stale messages, retries conflicts', async () => {
     const engine = testEngine({ openaiUrl: model.url });
     const deps: QueueDeps = { engine, guard: new SsrfGuard({ allow: ['127.0.0.1'] }) };
