@@ -275,7 +275,7 @@ async function* runRounds(
           calls.push(event.call);
         } else {
           rounds.ctx.recordUsage(event.usage);
-          recordModelCall(rounds.ctx, model, options, { result: { text, toolCalls: calls, usage: event.usage } });
+          recordModelCall(rounds.ctx, model, options, { result: { text, toolCalls: calls, usage: event.usage }, replayed: recorded !== undefined });
         }
       }
     } catch (error) {
@@ -400,6 +400,7 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
     kind: 'tool',
     name: call.name,
     request,
+    ...(replayed || passedOver ? { replayed: true } : {}),
     ...(outcome.kind === 'result'
       ? {
         result: {

@@ -47,6 +47,13 @@ export function toolComponent(kind: ToolKind<any>, fallback: ToolRegistry = buil
         get: (reference) => ctx.get(reference),
       };
       const request = { tool: tool.name, arguments: args };
+      // a call the turn has a record of is answered from it; a recorded failure is tried again
+      const recorded = ctx.recordedCall({ kind: 'tool', name: tool.name, request });
+      const answer = recorded?.record.status === 'ok' ? recordedResult(recorded.record.result) : undefined;
+      if (answer) {
+        ctx.recordCall({ kind: 'tool', name: tool.name, request, result: answer, replayed: true });
+        return { outputs: answer.outputs ?? { formalized_content: answer.content, json: answer.data ?? [] } };
+      }
       const outcome = await callTool(tool, args, toolCtx, registry).catch((error: unknown) => {
         ctx.recordCall({ kind: 'tool', name: tool.name, request, error: error instanceof Error ? error.message : String(error) });
         throw error;
@@ -56,11 +63,37 @@ export function toolComponent(kind: ToolKind<any>, fallback: ToolRegistry = buil
         ctx.recordCall({ kind: 'tool', name: tool.name, request, error: outcome.error.message });
         throw outcome.error;
       }
-      ctx.recordCall({ kind: 'tool', name: tool.name, request, result: { content: outcome.content, ...(outcome.data !== undefined ? { data: outcome.data } : {}) } });
+      // the tool's own outputs (Email's `success`) too, for a replay to answer the call with;
+      // references by id, as an Agent's tool call keeps them (a replay makes such a call again)
+      ctx.recordCall({
+        kind: 'tool',
+        name: tool.name,
+        request,
+        result: {
+          content: outcome.content,
+          ...(outcome.data !== undefined ? { data: outcome.data } : {}),
+          ...(outcome.outputs ? { outputs: outcome.outputs } : {}),
+          ...(outcome.references ? { references: outcome.references.chunks.map((c) => c.id) } : {}),
+        },
+      });
       if (outcome.references) ctx.addReference(outcome.references.chunks, outcome.references.doc_aggs);
       return { outputs: outcome.outputs ?? { formalized_content: outcome.content, json: outcome.data ?? [] } };
     },
   });
+}
+
+/**
+ * A canvas tool's call as its record keeps it: the content, the data and the tool's own
+ * outputs. A result that added references (a web search's) is not answered from its record:
+ * they are kept by id only.
+ */
+function recordedResult(result: unknown): { content: string; data?: unknown; outputs?: Record<string, unknown> } | undefined {
+  if (!isRecord(result) || typeof result.content !== 'string' || result.references !== undefined) return undefined;
+  return {
+    content: result.content,
+    ...(result.data !== undefined ? { data: result.data } : {}),
+    ...(isRecord(result.outputs) ? { outputs: result.outputs } : {}),
+  };
 }
 
 /**
