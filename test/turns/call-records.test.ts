@@ -11,7 +11,7 @@ import { builtinComponents } from '../../lib/components';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
 import { getTurn } from '../../lib/store/sessions';
 import { executeTurn, type TurnEngine } from '../../lib/turns/execute';
-import { processMessage, type QueueMessage } from '../../lib/turns/queue';
+import { processMessage, type QueueMessage, type WorkerMessage } from '../../lib/turns/queue';
 import { graph, llmStep } from '../helpers/dsl-builder';
 import { newTenant, newWorkflow, testEngine } from '../helpers/engine';
 import { testServices } from '../helpers/services';
@@ -111,7 +111,7 @@ describe('call records', () => {
       'Message:Out': ['Message', { content: ['{LLM:A@content} / {LLM:B@content}'] }],
     }));
     const queue: QueueMessage[] = [];
-    const deps = { engine, guard: new SsrfGuard(), requeue: async (m: QueueMessage) => void queue.push(m) };
+    const deps = { engine, guard: new SsrfGuard(), requeue: async (m: WorkerMessage) => void queue.push(m as QueueMessage) };
     // every invocation is past its deadline: the turn is suspended at each checkpoint and continued
     let outcome = await processMessage(deps, JSON.stringify({ tenant, workflow_id: workflowId, run_input: { query: 'long' } }), { stopBy: 0 });
     let invocations = 1;
