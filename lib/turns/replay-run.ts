@@ -120,12 +120,12 @@ export async function replayRun(engine: TurnEngine, request: ReplayRunRequest): 
       if (recorded.turn !== after + 1) return skipped(result, 'forked_run', `the run's records start at turn ${recorded.turn}`);
       after = recorded.turn;
       const step = await replayTurn(engine, request, head.dialect, recorded, state, result);
-      if (step === 'stop') return finish(result);
+      if (step === 'stop') return result;
       state = step;
     }
     if (!page.more || page.turns.length === 0) break;
   }
-  return finish(result);
+  return result;
 }
 
 /** One turn: the state after it, or `stop` when the run's replay ends here. */
@@ -196,7 +196,7 @@ async function replayTurn(engine: TurnEngine, request: ReplayRunRequest, dialect
     } else {
       // the new version refuses what the run was asked here: it diverged before, or at its form
       result.stopped = { turn: recorded.turn, code: failure.code, message: failure.message };
-      noteDivergence(result, recorded.turn, { event_index: 0, recorded: response.events[0] ?? null, replayed: null }, []);
+      noteDivergence(result, recorded.turn, { event_index: 0, recorded: bounded(response.events[0] ?? null) as CanvasEvent | null, replayed: null }, []);
     }
     return 'stop';
   }
@@ -250,11 +250,6 @@ function recordedTime(recorded: RecordedTurn): number {
     // a response that does not parse is reported by the caller
   }
   return Date.parse(recorded.createdAt);
-}
-
-function finish(result: RunReplayResult): RunReplayResult {
-  result.first_divergence &&= { ...result.first_divergence, recorded: bounded(result.first_divergence.recorded) as CanvasEvent | null, replayed: bounded(result.first_divergence.replayed) as CanvasEvent | null };
-  return result;
 }
 
 function skipped(result: RunReplayResult, code: string, message: string): RunReplayResult {
