@@ -15,7 +15,7 @@
  */
 import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { backoff, readBlobs } from './blobs';
-import { decode, encode } from './codec';
+import { decode, decompress, encode } from './codec';
 import { call, capacityParam, ConditionFailed, isExpired, queryAll, reportCapacity, type StoreContext } from './dynamo';
 import { EaselError } from '../errors';
 import { keys } from './item-keys';
@@ -190,6 +190,8 @@ export interface RecordedTurn extends TurnRecord {
   /** The response body as stored (JSON). */
   response: string;
   calls: { records: unknown[]; dropped: number };
+  /** `sys.date` as the turn set it (the second it started), when its state says. */
+  date?: string;
 }
 
 /** Committed turns of a run in order, after `after` (exclusive), at most `limit`, without their state. */
@@ -215,15 +217,28 @@ export async function readRecordedTurns(ctx: StoreContext, tenant: string, runId
   return {
     turns: items.map((i) => {
       const parts = partsOf(i, ['r', 'q', 'c'], blobs);
+      const date = dateOf(i);
       return {
         ...toTurn(i),
         request: parts.q,
         response: parts.r as string,
         calls: (parts.c as RecordedTurn['calls'] | undefined) ?? { records: [], dropped: 0 },
+        ...(date !== undefined ? { date } : {}),
       };
     }),
     more,
   };
+}
+
+/**
+ * `sys.date` from a turn record's state, read without its blobs (a short string is never one);
+ * undefined for records written before the parts shared one stream.
+ */
+function dateOf(item: Record<string, unknown>): string | undefined {
+  if (!(item.p instanceof Uint8Array)) return undefined;
+  const state = (JSON.parse(decompress(item.p)) as { s?: { globals?: Record<string, unknown> } }).s;
+  const date = state?.globals?.['sys.date'];
+  return typeof date === 'string' ? date : undefined;
 }
 
 function jobItem(job: ReplayJob): Record<string, unknown> {

@@ -133,13 +133,13 @@ async function replayTurn(engine: TurnEngine, request: ReplayRunRequest, dialect
   const { workflow } = request;
   const refusals: ReplayRefusedError[] = [];
   const base = canvasOptions(engine, request.runId, request.tenant, dialect);
-  const at = recordedTime(recorded);
+  const response = JSON.parse(recorded.response) as TurnResponse;
+  const at = recordedTime(recorded, response);
   const options = {
     ...base,
     clock: () => at,
     ...(request.onDiffer === 'refuse' ? { services: refusingServices(base.services ?? {}, agentToolRegistry(engine.registry) ?? builtinTools, refusals) } : {}),
   };
-  const response = JSON.parse(recorded.response) as TurnResponse;
   const records = recorded.calls.records as CallRecord[];
   result.calls.recorded += records.filter((r) => r.replayed !== true).length;
 
@@ -238,18 +238,22 @@ function inputOf(request: unknown, signal: AbortSignal | undefined): { command: 
   return { command: r.command ?? null, input };
 }
 
-/** When the recorded turn ran (its first event's time, else its commit's), in epoch ms. */
-function recordedTime(recorded: RecordedTurn): number {
-  try {
-    const events = (JSON.parse(recorded.response) as TurnResponse).events;
-    for (const e of events) {
-      const at = (e.data as { created_at?: unknown }).created_at;
-      if (typeof at === 'number' && Number.isFinite(at)) return Math.round(at * 1000);
+/**
+ * When the recorded turn ran, in epoch ms: its first event's time (else its commit's), moved
+ * into the second its `sys.date` names when they differ (the turn started just before a
+ * second ended), so that a prompt showing the date asks what it asked.
+ */
+function recordedTime(recorded: RecordedTurn, response: TurnResponse): number {
+  let at = Date.parse(recorded.createdAt);
+  for (const e of response.events) {
+    const created = (e.data as { created_at?: unknown }).created_at;
+    if (typeof created === 'number' && Number.isFinite(created)) {
+      at = Math.round(created * 1000);
+      break;
     }
-  } catch {
-    // a response that does not parse is reported by the caller
   }
-  return Date.parse(recorded.createdAt);
+  const started = recorded.date === undefined ? Number.NaN : Date.parse(`${recorded.date.replace(' ', 'T')}Z`);
+  return Number.isNaN(started) || (at >= started && at < started + 1000) ? at : started;
 }
 
 function skipped(result: RunReplayResult, code: string, message: string): RunReplayResult {

@@ -73,6 +73,22 @@ describe('a run replayed against the version it was recorded on', () => {
     expect(result).toMatchObject({ outcome: 'same', turns: 4, turns_replayed: 4, first_divergence: null, components: [], live_calls: [], calls: { recorded: 0, answered: 0, live: 0 } });
   });
 
+  it('asks the model what the run asked it, turn after turn, the conversation so far included', async () => {
+    const tenant = newTenant();
+    const dsl = graph({
+      begin: ['Begin', { mode: 'conversational' }, ['Categorize:Kind']],
+      'Categorize:Kind': ['Categorize', { llm_id: 'c@Local', message_history_window_size: 2, category_description: { weather: { description: 'about the weather', to: ['LLM:Chat'] }, other: { to: ['LLM:Chat'] } } }, []],
+      'LLM:Chat': ['LLM', { llm_id: 'writer@Local', sys_prompt: 'Today is {sys.date}.', prompts: [{ role: 'user', content: '{sys.query}' }] }, ['Message:Out']],
+      'Message:Out': ['Message', { content: ['{LLM:Chat@content}'] }],
+    });
+    const wf = await newWorkflow(engine, tenant, dsl);
+    const runId = await recordedRun(engine, tenant, wf, [{ query: 'hello' }, { query: 'will it rain?' }, { query: 'and tomorrow?' }, { query: 'thanks' }]);
+    const before = model.calls;
+    const result = await replayRun(engine, { tenant, workflowId: wf, runId, workflow: compileWorkflow(dsl, engine.registry), onDiffer: 'refuse' });
+    expect(result).toMatchObject({ outcome: 'same', turns_replayed: 4, calls: { recorded: 8, answered: 8, live: 0 } });
+    expect(model.calls).toBe(before);
+  });
+
   it('answers every call of an Agent approved at two pauses, counting each once', async () => {
     const tools = createToolRegistry(tavilyTools({ baseUrl: `${tavily.url}/` }));
     const withTools: TurnEngine = { ...engine, registry: withComponents(createAgent(tools)), services: { ...testServices({ openaiUrl: model.url, secrets: { TAVILY_API_KEY: TAVILY_TEST_KEY } }), tools } };
@@ -178,18 +194,27 @@ describe('the worker\u2019s pages', () => {
     expect(model.calls - before).toBe(5);
   });
 
-  it('near its deadline, a worker hands the page on after each run', async () => {
+  it('near its deadline, a worker hands the page on after each run (and what a replay costs the store)', async () => {
     const { tenant, wf, replayId, queued } = await setup(engine, 4);
     const outcomes: string[] = [];
     let message: ReplayPageMessage | undefined = queued.shift();
     const requeued: ReplayPageMessage[] = [];
+    const units = { read: 0, write: 0, calls: 0 };
+    const metered: TurnEngine = { ...engine, store: { ...engine.store, onCapacity: (_op, u) => {
+      units.read += u.read;
+      units.write += u.write;
+      units.calls++;
+    } } };
     while (message) {
-      const outcome = await processReplayPage({ engine, requeue: async (m) => void requeued.push(m) }, message, { stopBy: 0 });
+      const outcome = await processReplayPage({ engine: metered, requeue: async (m) => void requeued.push(m) }, message, { stopBy: 0 });
       outcomes.push(`${outcome.kind}${'page' in outcome ? outcome.page : ''}`);
       message = requeued.shift();
     }
     expect(outcomes).toEqual(['continued0', 'continued0', 'done0', 'done1']);
     expect(await readReplay(engine, tenant, wf, replayId)).toMatchObject({ status: 'done', runs_done: 4 });
+    // per run: a Query of its turns and the page saved (progress and results); a read of each page's results per delivery
+    console.log(`replay of 4 one-turn runs in 2 pages, 4 deliveries: ${units.read} RCU, ${units.write} WCU reported (${(units.write / 4).toFixed(1)} WCU a run)`);
+    expect(units.write).toBeGreaterThan(0);
   });
 
   it('refuses a message that is not a page, and drops the page of a replay that is gone', async () => {
