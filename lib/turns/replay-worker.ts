@@ -13,7 +13,7 @@
  */
 import { EaselError } from '../errors';
 import { NotFoundError } from '../store/errors';
-import { getReplayJob, readPageResults, savePage } from '../store/replays';
+import { getReplayJob, readPageResults, type ReplayJob, savePage } from '../store/replays';
 import { compiledVersion } from './compiled';
 import { tracked, turnSignal } from './lifecycle';
 import { bounded } from './replay-compare';
@@ -75,7 +75,7 @@ async function runPages(deps: ReplayWorkerDeps, message: ReplayPageMessage, deli
       const result = await replayRun(engine, { tenant: job.tenant, workflowId: job.workflowId, runId: runIds[i] as string, workflow, onDiffer: job.onDiffer, ...(signal ? { signal } : {}) });
       results.push(fitted(result));
       runs++;
-      await savePage(engine.store, job, page, { results, complete: results.length === runIds.length, summary: summarize(results) });
+      await save(engine, job, page, results, results.length === runIds.length);
     }
     if (page + 1 >= pages) return { kind: 'done', replayId: job.id, page, runs };
     if (deps.requeue) {
@@ -84,6 +84,18 @@ async function runPages(deps: ReplayWorkerDeps, message: ReplayPageMessage, deli
     }
   }
   return { kind: 'done', replayId: job.id, page: message.replay.page, runs };
+}
+
+/** Saves a page; one whose results are too large to store keeps each run's outcome and counts only. */
+async function save(engine: TurnEngine, job: ReplayJob, page: number, results: RunReplayResult[], complete: boolean): Promise<void> {
+  try {
+    await savePage(engine.store, job, page, { results, complete, summary: summarize(results) });
+  } catch (error) {
+    if (!(error instanceof EaselError) || error.code !== 'payload_too_large') throw error;
+    const bare = results.map((r) => ({ ...r, first_divergence: r.first_divergence ? { ...r.first_divergence, recorded: null, replayed: null, outputs: null } : null, components: r.components.map((c) => ({ component_id: c.component_id, turn: c.turn, change: c.change })), live_calls: [] }));
+    results.splice(0, results.length, ...bare);
+    await savePage(engine.store, job, page, { results, complete, summary: summarize(results) });
+  }
 }
 
 /** A run's result that fits a page: past MAX_RESULT_BYTES its details are cut down. */

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Canvas, type CanvasEvent, compileWorkflow } from '../../lib/canvas';
 import { CallLog, type CallRecord, CallReplay } from '../../lib/canvas/calls';
 import { builtinComponents } from '../../lib/components';
+import { referencesForRecord } from '../../lib/components/recorded-references';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
 import { getTurn } from '../../lib/store/sessions';
 import { executeTurn, type TurnEngine } from '../../lib/turns/execute';
@@ -190,6 +191,17 @@ describe('call records', () => {
     expect(target.requests.length).toBe(posts);
     expect(changed.lastTurnCalls.records.map((r) => [r.component_id, r.replayed ?? false])).toEqual([['Categorize:Kind', true], ['LLM:A', true], ['Invoke:Log', true], ['LLM:B', false]]);
     expect(source.diverged).toEqual([{ component_id: 'LLM:B', kind: 'model', ordinal: 0 }]);
+  });
+
+  it('keep a tool call\u2019s references in full when they are small, else by chunk id', () => {
+    const chunk = (id: string, content: string) => ({ id, content, document_id: 'd', document_name: 'doc.md', dataset_id: 'kb', image_id: '', positions: [], url: null, similarity: 0.5, vector_similarity: 0, term_similarity: 0.5, row_id: null, doc_type: '', document_metadata: null });
+    const small = { chunks: [chunk('c1', 'The bridge opened in 1932.'), chunk('c2', 'It was painted red.')], doc_aggs: [{ doc_name: 'doc.md', doc_id: 'd', count: 2 }] };
+    expect(referencesForRecord(small)).toBe(small);
+    // one string past what a record keeps inline would add a blob to the turn
+    expect(referencesForRecord({ ...small, chunks: [chunk('c1', 'x'.repeat(1025))] })).toEqual(['c1']);
+    // many small ones past 4 KB in all would grow the record
+    const many = { ...small, chunks: Array.from({ length: 12 }, (_, i) => chunk(`c${i}`, 'y'.repeat(300))) };
+    expect(referencesForRecord(many)).toEqual(many.chunks.map((c) => c.id));
   });
 
   it('are bounded per turn: later calls are counted, not recorded, and ordinals go on', () => {
