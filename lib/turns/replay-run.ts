@@ -149,7 +149,8 @@ async function replayTurn(engine: TurnEngine, request: ReplayRunRequest, dialect
   try {
     canvas = state ? Canvas.restore(workflow, withHistory(state, state.history, workflow), options) : Canvas.create(workflow, options);
   } catch (error) {
-    result.reason = { code: error instanceof EaselError ? error.code : 'internal_error', message: messageOf(error) };
+    // the state the replay reached does not fit the version (a version of an older state schema)
+    result.reason = error instanceof EaselError ? { code: error.code, message: error.message } : { code: 'internal_error', message: 'internal error' };
     result.outcome = 'error';
     return 'stop';
   }
@@ -191,7 +192,8 @@ async function replayTurn(engine: TurnEngine, request: ReplayRunRequest, dialect
   }
   if (failure !== undefined) {
     if (failure instanceof TransientError || !(failure instanceof EaselError)) {
-      result.reason = { code: failure instanceof EaselError ? failure.code : 'internal_error', message: messageOf(failure) };
+      // what is not ours is not described: a defect, not the run's
+      result.reason = failure instanceof EaselError ? { code: failure.code, message: failure.message } : { code: 'internal_error', message: 'internal error' };
       result.outcome = 'error';
     } else {
       // the new version refuses what the run was asked here: it diverged before, or at its form
@@ -260,9 +262,5 @@ function skipped(result: RunReplayResult, code: string, message: string): RunRep
   result.outcome = 'skipped';
   result.reason = { code, message };
   return result;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
