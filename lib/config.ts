@@ -33,6 +33,8 @@ export interface StoreConfig {
   endpoint?: string;
   table: string;
   sessionTtlSeconds: number;
+  /** How long a replay of recorded runs and its results are kept (EASEL_REPLAY_TTL_DAYS). */
+  replayTtlSeconds: number;
   /** How long a turn's claim holds before another request may take the turn over. */
   leaseMs: number;
   /** How stale a listing's turn and updated_at may get when nothing listed changed. */
@@ -152,6 +154,7 @@ function storeConfig(r: Reader): StoreConfig {
     ...(endpoint ? { endpoint } : {}),
     table: r.get('EASEL_DYNAMODB_TABLE') ?? 'easel-local',
     sessionTtlSeconds: r.integer('EASEL_SESSION_TTL_DAYS', 30, 1, 3650) * 86_400,
+    replayTtlSeconds: r.integer('EASEL_REPLAY_TTL_DAYS', 7, 1, 90) * 86_400,
     leaseMs: r.integer('EASEL_TURN_LEASE_MS', 60_000, 1000, 3_600_000),
     listingRefreshMs: r.integer('EASEL_LISTING_REFRESH_MS', 60_000, 0, 86_400_000),
   };

@@ -13,6 +13,11 @@
  * batch (an Agent's model rounds and tool calls). The checkpoint holds the state at the batch's
  * start and the calls completed since (`CompletedCall`); the resumed batch runs again and
  * `CallReplay` answers those calls from their records, so none of them is made twice.
+ *
+ * A call answered from a record is recorded again in the turn that answered it (a resumed
+ * approval's earlier rounds, a replay against another version), marked `replayed`: counting a
+ * run's calls counts the records without the mark, and a replay tells the calls it answered
+ * from those that went live by it.
  */
 import { createHash } from 'node:crypto';
 
@@ -37,6 +42,11 @@ export interface CallRecord {
   /** What came back (JSON). Stored inline when small; long strings go to content-addressed blobs. */
   result?: unknown;
   error?: string;
+  /**
+   * Answered from an earlier record rather than made (absent: the call was made). Records of
+   * turns committed before the mark existed lack it whatever happened.
+   */
+  replayed?: true;
 }
 
 /** What a component reports of one call. */
@@ -52,6 +62,16 @@ export interface CallReport {
    * a checkpoint's calls in flight only, never in the turn's records.
    */
   replay?: unknown;
+  /** The component answered the call from its record (`recordedCall`) and did not make it. */
+  replayed?: boolean;
+}
+
+/**
+ * Answers calls from records: the calls a resumed batch had completed (`CallReplay`), or those
+ * of a recorded turn when the run is replayed against another version. Undefined: make the call.
+ */
+export interface CallSource {
+  take(componentId: string, path: readonly string[], call: Pick<CallReport, 'kind' | 'name' | 'request'>): CompletedCall | undefined;
 }
 
 /** A call of the batch in flight, as a checkpoint keeps it for the batch to run again. */
@@ -95,6 +115,7 @@ export class CallLog {
       status: report.error === undefined ? 'ok' : 'error',
       ...(report.result !== undefined ? { result: report.result } : {}),
       ...(report.error !== undefined ? { error: report.error } : {}),
+      ...(report.replayed ? { replayed: true as const } : {}),
     });
   }
 
@@ -147,7 +168,7 @@ export interface ReplayDivergence {
  * A failed call's record is handed over too: the component knows whether its failure was final
  * (a tool's error told to the model) or may not be (a transient one), and then makes the call again.
  */
-export class CallReplay {
+export class CallReplay implements CallSource {
   private readonly pending = new Map<string, CompletedCall[]>();
   replayed = 0;
 

@@ -373,7 +373,10 @@ export class Canvas {
       services: this.services,
       onHistory: (entry) => core.turnHistory.push(entry),
       recordCall: (componentId, report) => core.calls.add(componentId, this.workflow.containersOf(componentId), report),
-      replayCall: (componentId, call) => core.replay?.take(componentId, this.workflow.containersOf(componentId), call),
+      replayCall: (componentId, call) => {
+        const path = this.workflow.containersOf(componentId);
+        return core.replay?.take(componentId, path, call) ?? control.recorded?.take(componentId, path, call);
+      },
       callCompleted: () => callCompleted(core, control),
       recordUsage: (u) => {
         core.usage.prompt_tokens += u.prompt_tokens;

@@ -8,4 +8,4 @@ export { FIELD_TYPES, type FieldType, type FormField, type PauseMail } from './f
 export { type CanvasState, type HistoryEntry, RUN_STATUSES, type RunStatus, STATE_VERSION, type TurnHistoryEntry } from './state';
 export { citationKey, MAX_REFERENCE_CHUNKS, MAX_REFERENCE_DOCS, type ReferenceChunk, type ReferenceDocument, type RunReference } from './run-references';
 export { TextStream } from './text-stream';
-export { type CallKind, type CallRecord, type CallReport, type CompletedCall, MAX_CALLS_PER_TURN, type ReplayDivergence, requestHash } from './calls';
+export { type CallKind, type CallRecord, type CallReport, type CallSource, type CompletedCall, CallReplay, MAX_CALLS_PER_TURN, type ReplayDivergence, requestHash } from './calls';

@@ -11,7 +11,7 @@
  * answered from their records, and emits its events anew: the events kept with such a
  * checkpoint are those before the batch.
  */
-import type { CallRecord, CompletedCall } from './calls';
+import type { CallRecord, CallSource, CompletedCall } from './calls';
 import { type BatchStart, type CanvasCore, elapsedInPass, errorMessage, type Failure, seconds, setOutputs, type TurnUsage } from './canvas-core';
 import type { Outputs } from './component';
 import { NodeContext, nodeState, type RunScope } from './context';
@@ -75,6 +75,12 @@ export interface TurnControl {
    * and nothing is copied for them.
    */
   afterCall?(checkpoint: TurnCheckpoint): Promise<void>;
+  /**
+   * Answers the turn's calls from records made elsewhere (a run replayed against another
+   * version: lib/turns/replay-run.ts), after the calls the run holds itself (those a paused
+   * component had made). A call it answers is not made; one it does not is.
+   */
+  recorded?: CallSource;
 }
 
 /** One of these components calls a model, a tool or a URL: work worth claiming and keeping. */

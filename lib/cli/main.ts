@@ -12,6 +12,7 @@ import { isTemplateFile, templateFields } from '../canvas/template-file';
 import { ConfigError, readCliConfig } from '../config';
 import { chat, printedTurn } from './chat';
 import { CliError, EaselClient, type ExecuteBody, type RunState } from './client';
+import { replay, type ReplayOptions } from './replay';
 import { type Io, table } from './terminal';
 
 export const USAGE = `usage: npx easel <command> [options]   (in this repository; \`easel\` where the package is installed)
@@ -33,6 +34,14 @@ Runs:
       server's worker runs it and its events are followed until it commits
   chat <workflow> [--run-id <id>]
       a conversation: messages stream, forms are asked field by field
+
+Replays (admin key):
+  replay <workflow> --version <n> (--runs <id1,id2> | --sample <n> [--since <ISO time>]) [--refuse]
+      replays recorded runs against a version: the server's worker feeds each recorded turn's
+      inputs to that version and answers its calls from the turns' records where it makes the
+      same ones; a progress bar (stderr) until every run is done, then the runs that did not
+      behave the same and the calls that went live (stdout). --refuse stops a run at its first
+      call that would go live instead of making it
 
 Keys (admin key):
   keys create [--name <name>] [--scope admin|execute] [--workflows <id1,id2>]
@@ -62,6 +71,11 @@ const OPTIONS = {
   workflows: { type: 'string' },
   async: { type: 'boolean' },
   'drop-unsupported-tools': { type: 'boolean' },
+  version: { type: 'string' },
+  runs: { type: 'string' },
+  sample: { type: 'string' },
+  since: { type: 'string' },
+  refuse: { type: 'boolean' },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
@@ -72,6 +86,7 @@ const COMMAND_OPTIONS: Record<string, (keyof typeof OPTIONS)[]> = {
   run: ['query', 'inputs', 'run-id', 'turn', 'async'],
   chat: ['run-id'],
   'keys create': ['name', 'scope', 'workflows'],
+  replay: ['version', 'runs', 'sample', 'since', 'refuse'],
 };
 const GLOBAL_OPTIONS = new Set<string>(['base-url', 'key', 'json', 'help']);
 
@@ -168,6 +183,10 @@ async function dispatch(argv: readonly string[], io: Io): Promise<number> {
       const [id] = args(1, 'a workflow id') as [string];
       return chat(client(values, io), id, values['run-id'] ? { runId: values['run-id'] } : {}, io);
     }
+    case 'replay': {
+      const [id] = args(1, 'a workflow id') as [string];
+      return replay(client(values, io), id, replayOptions(values), io);
+    }
     case 'keys create': {
       args(0, 'no argument (use --name, --scope, --workflows)');
       const workflowIds = (values.workflows ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -201,6 +220,23 @@ async function dispatch(argv: readonly string[], io: Io): Promise<number> {
     default:
       throw usage(`unknown command "${name}"`);
   }
+}
+
+/** `replay`'s options, checked before anything is sent. */
+function replayOptions(values: Values): ReplayOptions {
+  if (values.version === undefined || !/^[1-9]\d*$/.test(values.version)) throw usage('replay needs --version <n>, a version number of the workflow');
+  if ((values.runs === undefined) === (values.sample === undefined)) throw usage('replay takes either --runs <id1,id2> or --sample <n>');
+  if (values.since !== undefined && values.sample === undefined) throw usage('--since goes with --sample');
+  const options: ReplayOptions = { version: Number(values.version), ...(values.refuse ? { refuse: true } : {}), ...(values.json ? { json: true } : {}) };
+  if (values.runs !== undefined) {
+    const runs = values.runs.split(',').map((r) => r.trim()).filter(Boolean);
+    const bad = runs.find((r) => !/^[0-9a-f]{32}$/.test(r));
+    if (runs.length === 0 || bad !== undefined) throw usage(`--runs takes run ids (32 hex characters) separated by commas${bad ? `; "${bad}" is not one` : ''}`);
+    return { ...options, runs };
+  }
+  if (!/^[1-9]\d*$/.test(values.sample as string)) throw usage(`--sample must be a number of runs, got "${values.sample}"`);
+  if (values.since !== undefined && Number.isNaN(Date.parse(values.since))) throw usage(`--since must be an ISO time (e.g. 2026-01-31T00:00:00Z), got "${values.since}"`);
+  return { ...options, sample: Number(values.sample), ...(values.since !== undefined ? { since: new Date(values.since).toISOString() } : {}) };
 }
 
 function json(io: Io, value: unknown): number {

@@ -122,7 +122,7 @@ export async function decide(ctx: ComponentContext, call: GatedCall): Promise<De
   const asked = { approval: call.request };
   const recorded = ctx.recordedCall({ kind: 'tool', name: call.name, request: asked });
   if (recorded?.record.status === 'ok' && isDecision(recorded.record.result)) {
-    ctx.recordCall({ kind: 'tool', name: call.name, request: asked, result: recorded.record.result });
+    ctx.recordCall({ kind: 'tool', name: call.name, request: asked, result: recorded.record.result, replayed: true });
     return recorded.record.result;
   }
   const pending: PendingApproval = { tool: call.name, request_hash: requestHash(asked), ordinal: call.ordinal, path: [...call.path] };

@@ -48,6 +48,7 @@ import {
 import { citationPrompt } from '../knowledge/format';
 import { type ApprovalParam, approvalParam, decide, needsApproval, rejection } from './agent-approvals';
 import { citationInstructions, keepCited, wantsCitations } from './citations';
+import { referencesForRecord, referencesFromRecord } from './recorded-references';
 import { type ComponentServices, mcpOf, modelsOf, toolsOf } from './services';
 
 export const DEFAULT_MAX_ROUNDS = 5;
@@ -276,7 +277,7 @@ async function* runRounds(
           calls.push(event.call);
         } else {
           rounds.ctx.recordUsage(event.usage);
-          recordModelCall(rounds.ctx, model, options, { result: { text, toolCalls: calls, usage: event.usage } });
+          recordModelCall(rounds.ctx, model, options, { result: { text, toolCalls: calls, usage: event.usage }, replayed: recorded !== undefined });
         }
       }
     } catch (error) {
@@ -401,13 +402,14 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
     kind: 'tool',
     name: call.name,
     request,
+    ...(replayed || passedOver ? { replayed: true } : {}),
     ...(outcome.kind === 'result'
       ? {
         result: {
           content: outcome.content,
           ...(outcome.data !== undefined ? { data: outcome.data } : {}),
-          // the chunks' text is in `content` already: their ids are enough here
-          ...(references ? { references: references.chunks.map((c) => c.id) } : {}),
+          // in full when small (a replay answers the call from them), else by id
+          ...(references ? { references: referencesForRecord(references) } : {}),
         },
         // the chunks in full, for a resumed batch that answers this call again
         ...(references ? { replay: { references } satisfies RecordedExtra } : {}),
@@ -454,12 +456,13 @@ function recordedOutcome(call: CompletedCall | undefined): SettledOutcome | unde
   const result = call.record.result;
   if (!isRecord(result) || typeof result.content !== 'string') return undefined;
   // references recorded by id only cannot be added again: the call is made again instead
-  if (result.references !== undefined && !extra?.references) return undefined;
+  const references = extra?.references ?? referencesFromRecord(result.references);
+  if (result.references !== undefined && !references) return undefined;
   return {
     kind: 'result',
     content: result.content,
     ...(result.data !== undefined ? { data: result.data } : {}),
-    ...(extra?.references ? { references: extra.references } : {}),
+    ...(references ? { references } : {}),
   };
 }
 

@@ -92,6 +92,13 @@ export const invoke = defineComponent({
 
     // recorded as built, with the headers as the DSL writes them: `{secret.NAME}`, not its value
     const request = { method: p.method.toUpperCase(), url, headers: p.headers ?? null, ...(body === undefined ? {} : { body }) };
+    // a request the turn has a record of is answered from it; a recorded failure is tried again
+    const recorded = ctx.recordedCall({ kind: 'invoke', name: hostOf(url), request });
+    const answer = recorded?.record.status === 'ok' ? recordedOutputs(recorded.record.result) : undefined;
+    if (answer) {
+      ctx.recordCall({ kind: 'invoke', name: hostOf(url), request, result: answer, replayed: true });
+      return { outputs: answer };
+    }
     try {
       const outputs = await send(p, ctx, { url, headers, body, guard, secrets });
       ctx.recordCall({ kind: 'invoke', name: hostOf(url), request, result: outputs });
@@ -140,6 +147,11 @@ async function send(
     if (attempt >= retries) throw new TransientError(`Invoke ${hostOf(url)}: ${failure}`);
     await new Promise((resolve) => setTimeout(resolve, p.delay_after_error * 1000 * 2 ** attempt));
   }
+}
+
+/** Invoke's outputs as its record keeps them: `{result, status}`. */
+function recordedOutputs(result: unknown): { result: string; status: number } | undefined {
+  return isRecord(result) && typeof result.result === 'string' && typeof result.status === 'number' ? { result: result.result, status: result.status } : undefined;
 }
 
 async function argumentsOf(p: InvokeParams, ctx: ComponentContext): Promise<Record<string, unknown>> {

@@ -9,7 +9,7 @@ import type { CheckScope, ComponentContext } from '../canvas/component';
 import type { DslProblem } from '../canvas/errors';
 import { ComponentError } from '../canvas/errors';
 import { isRecord } from '../canvas/references';
-import { type ChatMessage, type ChatModel, type ChatOptions, type ChatResult, complete, type MessageContent } from '../llm/types';
+import { type ChatMessage, type ChatModel, type ChatOptions, type ChatResult, complete, type MessageContent, ZERO_USAGE } from '../llm/types';
 import { attachFiles } from './attachments';
 import { checkVariable } from './checks';
 
@@ -116,8 +116,18 @@ export function checkFilesVariable(p: LlmParams, scope: CheckScope): Omit<DslPro
   return name ? checkVariable(name, scope, 'obj.params.visual_files_var') : [];
 }
 
-/** One model call to its end, its tokens counted towards the turn. */
+/**
+ * One model call to its end, its tokens counted towards the turn. A call the turn has a record
+ * of (`ctx.recordedCall`: a resumed batch, a replay against another version) is answered from
+ * it, its tokens counted as they were; a recorded failure is asked again.
+ */
 export async function completeCounted(model: ChatModel, options: ChatOptions, ctx: ComponentContext): Promise<ChatResult> {
+  const recorded = recordedAnswer(ctx, model, options);
+  if (recorded) {
+    ctx.recordUsage(recorded.usage);
+    recordModelCall(ctx, model, options, { result: recorded, replayed: true });
+    return recorded;
+  }
   let result: ChatResult;
   try {
     result = await complete(model, { ...options, signal: ctx.signal });
@@ -130,12 +140,23 @@ export async function completeCounted(model: ChatModel, options: ChatOptions, ct
   return result;
 }
 
+/** The answer a record of this model call holds, when the turn has one that succeeded. */
+export function recordedAnswer(ctx: ComponentContext, model: ChatModel, options: ChatOptions): ChatResult | undefined {
+  const call = ctx.recordedCall({ kind: 'model', name: model.id, request: modelCallRequest(model, options) });
+  if (call?.record.status !== 'ok' || !isRecord(call.record.result)) return undefined;
+  const result = call.record.result as { text?: unknown; tool_calls?: ChatResult['toolCalls']; usage?: ChatResult['usage'] };
+  if (typeof result.text !== 'string') return undefined;
+  const toolCalls = Array.isArray(result.tool_calls) ? result.tool_calls : [];
+  return { text: result.text, toolCalls, usage: result.usage ?? ZERO_USAGE, finishReason: toolCalls.length > 0 ? 'tool_calls' : 'stop' };
+}
+
 /** A model call as the turn records it: the model, what was sent (no signal), what came back. */
-export function recordModelCall(ctx: ComponentContext, model: ChatModel, options: ChatOptions, outcome: { result?: Pick<ChatResult, 'text' | 'toolCalls' | 'usage'>; error?: unknown }): void {
+export function recordModelCall(ctx: ComponentContext, model: ChatModel, options: ChatOptions, outcome: { result?: Pick<ChatResult, 'text' | 'toolCalls' | 'usage'>; error?: unknown; replayed?: boolean }): void {
   ctx.recordCall({
     kind: 'model',
     name: model.id,
     request: modelCallRequest(model, options),
+    ...(outcome.replayed ? { replayed: true } : {}),
     ...(outcome.result
       ? { result: { text: outcome.result.text, ...(outcome.result.toolCalls.length > 0 ? { tool_calls: outcome.result.toolCalls } : {}), usage: outcome.result.usage } }
       : { error: outcome.error instanceof Error ? outcome.error.message : String(outcome.error) }),

@@ -13,6 +13,7 @@ import {
   checkFilesVariable,
   completeCounted,
   promptMessages,
+  recordedAnswer,
   recordModelCall,
   llmParams,
   samplingOptions,
@@ -57,6 +58,15 @@ export const llm = defineComponent({
  * narrows the references then, before the Message showing it sends its `message_end`.
  */
 export async function* streamAnswer(model: ChatModel, options: ChatOptions, ctx: ComponentContext, citing = false): AsyncGenerator<string, void, undefined> {
+  // a call the turn has a record of comes out as it was recorded, in one piece
+  const recorded = recordedAnswer(ctx, model, options);
+  if (recorded) {
+    ctx.recordUsage(recorded.usage);
+    recordModelCall(ctx, model, options, { result: recorded, replayed: true });
+    if (recorded.text !== '') yield recorded.text;
+    if (citing) keepCited(ctx, recorded.text);
+    return;
+  }
   let text = '';
   try {
     for await (const event of model.chat({ ...options, signal: ctx.signal })) {

@@ -16,8 +16,9 @@ import { ComponentError } from '../canvas/errors';
 import { asReference, exactReference, isRecord, valueToText } from '../canvas/references';
 import { callTool } from '../tools/call';
 import { builtinTools, type ToolKind, type ToolRegistry } from '../tools/registry';
-import type { ToolContext, ToolServices } from '../tools/types';
+import type { ToolContext, ToolReferences, ToolServices } from '../tools/types';
 import type { ComponentServices } from './services';
+import { referencesForRecord, referencesFromRecord } from './recorded-references';
 import { toolsOf } from './services';
 
 /** The component for tool kind `kind`, its params checked by the kind's schema. */
@@ -47,6 +48,14 @@ export function toolComponent(kind: ToolKind<any>, fallback: ToolRegistry = buil
         get: (reference) => ctx.get(reference),
       };
       const request = { tool: tool.name, arguments: args };
+      // a call the turn has a record of is answered from it; a recorded failure is tried again
+      const recorded = ctx.recordedCall({ kind: 'tool', name: tool.name, request });
+      const answer = recorded?.record.status === 'ok' ? recordedResult(recorded.record.result) : undefined;
+      if (answer) {
+        ctx.recordCall({ kind: 'tool', name: tool.name, request, result: recorded?.record.result, replayed: true });
+        if (answer.references) ctx.addReference(answer.references.chunks, answer.references.doc_aggs);
+        return { outputs: answer.outputs ?? { formalized_content: answer.content, json: answer.data ?? [] } };
+      }
       const outcome = await callTool(tool, args, toolCtx, registry).catch((error: unknown) => {
         ctx.recordCall({ kind: 'tool', name: tool.name, request, error: error instanceof Error ? error.message : String(error) });
         throw error;
@@ -56,11 +65,39 @@ export function toolComponent(kind: ToolKind<any>, fallback: ToolRegistry = buil
         ctx.recordCall({ kind: 'tool', name: tool.name, request, error: outcome.error.message });
         throw outcome.error;
       }
-      ctx.recordCall({ kind: 'tool', name: tool.name, request, result: { content: outcome.content, ...(outcome.data !== undefined ? { data: outcome.data } : {}) } });
+      // the tool's own outputs (Email's `success`) too, and its references as an Agent's tool
+      // call keeps them (recorded-references.ts): what a replay answers the call with
+      ctx.recordCall({
+        kind: 'tool',
+        name: tool.name,
+        request,
+        result: {
+          content: outcome.content,
+          ...(outcome.data !== undefined ? { data: outcome.data } : {}),
+          ...(outcome.outputs ? { outputs: outcome.outputs } : {}),
+          ...(outcome.references ? { references: referencesForRecord(outcome.references) } : {}),
+        },
+      });
       if (outcome.references) ctx.addReference(outcome.references.chunks, outcome.references.doc_aggs);
       return { outputs: outcome.outputs ?? { formalized_content: outcome.content, json: outcome.data ?? [] } };
     },
   });
+}
+
+/**
+ * A canvas tool's call as its record keeps it: the content, the data, the tool's own outputs
+ * and its references. One whose references were kept by id only is not answered from it.
+ */
+function recordedResult(result: unknown): { content: string; data?: unknown; outputs?: Record<string, unknown>; references?: ToolReferences } | undefined {
+  if (!isRecord(result) || typeof result.content !== 'string') return undefined;
+  const references = referencesFromRecord(result.references);
+  if (result.references !== undefined && !references) return undefined;
+  return {
+    content: result.content,
+    ...(result.data !== undefined ? { data: result.data } : {}),
+    ...(isRecord(result.outputs) ? { outputs: result.outputs } : {}),
+    ...(references ? { references } : {}),
+  };
 }
 
 /**

@@ -16,7 +16,7 @@ import type { SsrfGuard } from '../outbound/ssrf';
 import type { Logger } from '../runtime/telemetry';
 import type { TenantSecrets } from '../secrets/tenant-secrets';
 import { StopAccepted, type TurnEngine } from '../turns/execute';
-import type { QueueMessage } from '../turns/queue';
+import type { WorkerMessage } from '../turns/queue';
 import type { EmbedSecrets } from '../secrets/embed-secrets';
 import type { AccessTokens } from './access';
 import { END_USER_TOKEN_HEADER, RUN_TOKEN_HEADER, type Authenticator, type Principal } from './auth';
@@ -25,6 +25,7 @@ import { endUserRoutes } from './routes/end-users';
 import { registerExecuteRoutes } from './routes/execute';
 import { registerFileRoutes } from './routes/files';
 import { registerForkRoutes } from './routes/forks';
+import { registerReplayRoutes } from './routes/replays';
 import { FORM_LINK_PATH, formLinkRoutes, registerFormLinkRoutes } from './routes/form-links';
 import { DOCUMENT_UPLOAD_PATH, knowledgeBaseRoutes } from './routes/knowledge-bases';
 import { registerKeyRoutes } from './routes/keys';
@@ -81,8 +82,8 @@ export interface AppDeps {
    * runtime's, with the operator's allow-list. @default a guard with no allow-list
    */
   guard?: SsrfGuard;
-  /** Hands an async turn (already claimed) to the worker; absent: `Prefer: respond-async` is refused. */
-  enqueue?: (message: QueueMessage) => Promise<void>;
+  /** Hands an async turn (already claimed) or a replay's page to the worker; absent: `Prefer: respond-async` and replays are refused. */
+  enqueue?: (message: WorkerMessage) => Promise<void>;
   /** How long an async turn's claim is kept with no worker alive (EASEL_ASYNC_LEASE_MS). @default 20 min */
   asyncLeaseMs?: number;
   /**
@@ -174,6 +175,7 @@ export function createApp(deps: AppDeps): App {
   registerExecuteRoutes(app, deps, limits);
   registerRunRoutes(app, deps);
   registerForkRoutes(app, deps);
+  registerReplayRoutes(app, deps);
   registerFileRoutes(app, deps);
   registerFormLinkRoutes(app, deps);
   app.route('/workflows/v1/secrets', secretRoutes(deps));

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { EaselError } from '../errors';
-import type { QueueMessage } from '../turns/queue';
+import type { WorkerMessage } from '../turns/queue';
 
 export interface SqsRecordLike {
   messageId: string;
@@ -70,7 +70,7 @@ export function createInProcessQueue(handler: BatchHandler, options: { retryDela
   };
   return {
     deadLetters,
-    async enqueue(message: QueueMessage): Promise<void> {
+    async enqueue(message: WorkerMessage): Promise<void> {
       refuseWhenClosed();
       deliver(JSON.stringify(message), randomUUID(), 1);
     },

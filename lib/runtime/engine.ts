@@ -52,6 +52,7 @@ export function buildEngine(config: Pick<EaselConfig, 'store' | 'stepBudgetTurn'
     leaseMs: config.store.leaseMs,
     listingRefreshMs: config.store.listingRefreshMs,
     sessionTtlSeconds: config.store.sessionTtlSeconds,
+    replayTtlSeconds: config.store.replayTtlSeconds,
     stepBudgetTurn: config.stepBudgetTurn,
     stepBudgetRun: config.stepBudgetRun,
     ...(config.quotas ? { quotas: config.quotas } : {}),

@@ -3,9 +3,10 @@
  * on the first message, so an entry point that never queues a turn never evaluates it.
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import type { QueueMessage } from '../turns/queue';
+import type { WorkerMessage } from '../turns/queue';
 
-export type Enqueue = (message: QueueMessage) => Promise<void>;
+/** Sends a message to the worker's queue: a turn, or a page of a replay. */
+export type Enqueue = (message: WorkerMessage) => Promise<void>;
 
 export function sqsEnqueue(queueUrl: string): Enqueue {
   let sqs: SQSClient | undefined;

@@ -54,6 +54,15 @@ export const keys = {
   knowledgeChunk: (docId: string, run: string, index: number) => `${KNOWLEDGE_CHUNK_PREFIX}${docId}#${run}#${String(index).padStart(6, '0')}`,
   /** A tenant's MCP servers (store/mcp-servers.ts): each server `S#<id>`, its name `N#<name>`, their count `COUNT`. */
   mcpServers: (tenant: string) => `T#${tenant}#MCP`,
+  /**
+   * A workflow's replays against its versions (store/replays.ts), one partition per workflow so
+   * that deleting the workflow deletes them: each replay's job `R#<id>#A`, its pages' progress
+   * `R#<id>#S#<page>` and their results `R#<id>#X#<page>`.
+   */
+  replays: (tenant: string, workflowId: string) => `T#${tenant}#W#${workflowId}#R`,
+  replayJob: (replayId: string) => `R#${replayId}#A`,
+  replayProgress: (replayId: string, page: number) => `R#${replayId}#S#${String(page).padStart(4, '0')}`,
+  replayResults: (replayId: string, page: number) => `R#${replayId}#X#${String(page).padStart(4, '0')}`,
   /** gsi1: workflows of a tenant; sessions of a workflow. */
   workflowList: (tenant: string) => `T#${tenant}#WF`,
   sessionList: (tenant: string, workflowId: string) => `T#${tenant}#W#${workflowId}#S`,

@@ -10,6 +10,7 @@ import { batchGetItems, call, ConditionFailed, queryAll, type StoreContext } fro
 import { EaselError } from '../errors';
 import { NotFoundError, StoreUnavailableError } from './errors';
 import { keys } from './item-keys';
+import { deleteReplays } from './replays';
 import { LISTING_INDEX } from './table';
 
 export interface Workflow {
@@ -228,8 +229,13 @@ export async function allWorkflows(ctx: StoreContext, tenant: string): Promise<W
   return items.map((i) => ({ ...toWorkflow(i), tenant }));
 }
 
-/** Marks the workflow deleted: no new runs; live runs keep their pinned version. */
+/**
+ * Marks the workflow deleted: no new runs; live runs keep their pinned version. Its replays go
+ * first (a failure leaves the workflow as it was; a page a replay worker writes after them
+ * expires with its TTL, and reads answer 404 for a deleted workflow's replays anyway).
+ */
 export async function deleteWorkflow(ctx: StoreContext, tenant: string, id: string): Promise<void> {
+  await deleteReplays(ctx, tenant, id);
   await updateWorkflowItem(ctx, tenant, id, 'delete the workflow', 'workflow', {
     UpdateExpression: 'SET deleted = :yes, updated_at = :at REMOVE gsi1pk, gsi1sk',
     ConditionExpression: 'attribute_exists(pk)',

@@ -33,6 +33,7 @@ import { DEFAULT_LINK_SECONDS, pauseLink } from './form-links';
 import { resendPauseMail } from './form-link-mail';
 import type { TurnResponse } from './response';
 import { RateLimitedError } from './quotas';
+import { isReplayPage, type ReplayPageMessage } from './replay-message';
 
 export const QueueMessage = z
   .object({
@@ -64,6 +65,9 @@ export const QueueMessage = z
   });
 export type QueueMessage = z.output<typeof QueueMessage>;
 
+/** Whatever the worker's queue carries: a turn, or a page of a replay. */
+export type WorkerMessage = QueueMessage | ReplayPageMessage;
+
 /**
  * Where a worker's share of an async turn began, how many checkpoints it wrote, and, resumed
  * inside a batch, how many calls were answered from their records and which differed (logs).
@@ -91,8 +95,8 @@ export interface QueueDeps {
   log?: (message: string, fields: Record<string, unknown>) => void;
   /** Counted per outcome (metrics). */
   count?: (outcome: Outcome['kind']) => void;
-  /** Queues a message again: a suspended turn's continuation. */
-  requeue?: (message: QueueMessage) => Promise<void>;
+  /** Queues a message again: a suspended turn's continuation, a replay's next page. */
+  requeue?: (message: WorkerMessage) => Promise<void>;
   /** How long an async turn's claim waits for its next worker. @default 20 minutes */
   holdMs?: number;
   /** What becomes of a turn aborted midway (see AsyncTurnOptions). @default 'suspend': queued again */
@@ -267,12 +271,28 @@ function report(deps: QueueDeps, message: QueueMessage | undefined, outcome: Out
   return outcome;
 }
 
-/** SQS's partial batch response: the ids of the messages to deliver again. */
+/**
+ * SQS's partial batch response: the ids of the messages to deliver again. A message may also be
+ * a page of a replay (replay-message.ts), which the replay worker takes (loaded on first use).
+ */
 export async function processBatch(deps: QueueDeps, records: readonly { messageId: string; body: string }[], delivery: Delivery = {}): Promise<{ batchItemFailures: { itemIdentifier: string }[] }> {
   const failures: { itemIdentifier: string }[] = [];
   for (const record of records) {
-    const outcome = await processMessage(deps, record.body, { ...delivery, messageId: record.messageId });
+    const page = replayPageOf(record.body);
+    const outcome = page === undefined
+      ? await processMessage(deps, record.body, { ...delivery, messageId: record.messageId })
+      : await (await import('./replay-worker')).processReplayPage({ engine: deps.engine, ...(deps.requeue ? { requeue: deps.requeue } : {}), ...(deps.log ? { log: deps.log } : {}) }, page, delivery.stopBy !== undefined ? { stopBy: delivery.stopBy } : {});
     if (outcome.kind === 'retry') failures.push({ itemIdentifier: record.messageId });
   }
   return { batchItemFailures: failures };
+}
+
+/** The parsed body when it is a replay page's message; undefined for anything else (a turn's, or garbage, which processMessage reports). */
+function replayPageOf(body: string): unknown {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    return isReplayPage(parsed) ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
 }

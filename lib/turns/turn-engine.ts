@@ -26,6 +26,8 @@ export interface TurnEngine {
   leaseMs?: number;
   /** Idle sessions expire after this long. @default 30 days */
   sessionTtlSeconds?: number;
+  /** Replays of recorded runs (replay.ts) and their results are kept this long. @default 7 days */
+  replayTtlSeconds?: number;
   stepBudgetTurn?: number;
   stepBudgetRun?: number;
   /** How long a request waits for a same-key request in flight. @default leaseMs */

@@ -135,9 +135,12 @@ describe('Retrieval as an Agent tool', () => {
     const cited = citationId((found.chunks[0] as { chunk_id: string }).chunk_id);
     expect(messages(events)).toEqual([`It opened in 1932 [ID:${cited}].`]);
     expect(Object.keys(referenceOf(events)?.chunks ?? {})).toEqual([cited]);
-    // the tool call is recorded with the ids of the chunks it found, not their text twice
+    // the tool call is recorded with the chunks it found: small, they are kept in full (a replay answers the call from them)
     const call = canvas.lastTurnCalls.records.find((r) => r.kind === 'tool');
-    expect(call?.result).toEqual({ content: formatChunks(found.chunks), references: found.chunks.map((c) => c.chunk_id) });
+    expect(call?.result).toEqual({
+      content: formatChunks(found.chunks),
+      references: { chunks: found.chunks.map((c) => expect.objectContaining({ id: c.chunk_id, content: (c as { content_with_weight: string }).content_with_weight })), doc_aggs: expect.any(Array) },
+    });
   });
 
   it('uses RAGFlow’s description when the entry has none, and tells the model when nothing is found', async () => {

@@ -25,7 +25,7 @@ let api: Served;
 const queued: QueueMessage[] = [];
 beforeAll(async () => {
   // the app's guard lets the test's receiver on 127.0.0.1:8 through, nothing else on loopback
-  api = await serveApp(testEngine(), { enqueue: async (m) => void queued.push(m), guard: new SsrfGuard({ allow: ['127.0.0.8'] }) });
+  api = await serveApp(testEngine(), { enqueue: async (m) => void queued.push(m as QueueMessage), guard: new SsrfGuard({ allow: ['127.0.0.8'] }) });
 });
 afterAll(async () => {
   await api.close();

@@ -62,7 +62,7 @@ beforeAll(async () => {
     }
     return { kind: 'text', text: `answer-${step}`, chunks: 2 };
   };
-  api = await serveApp(engine, { enqueue: async (message) => void queued.push(message) });
+  api = await serveApp(engine, { enqueue: async (message) => void queued.push(message as QueueMessage) });
 });
 afterAll(async () => {
   if (bundle) rmSync(dirname(bundle), { recursive: true, force: true });

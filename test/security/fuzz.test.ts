@@ -43,7 +43,7 @@ const onRejection = (reason: unknown) => rejections.push(reason);
 const prototypeBefore = Object.getOwnPropertyNames(Object.prototype).sort();
 
 /** Live ids by kind; index 0 of each is a seed item that DELETE routes leave alone. */
-const pools: Record<string, string[]> = { wf: [], run: [], runwf: [], file: [], key: [], agent: [], session: [], sessionagent: [], cursor: [], secret: [], revoked: [], sname: [], emb: [], user: [], kb: [], doc: [], mcp: [] };
+const pools: Record<string, string[]> = { wf: [], run: [], runwf: [], file: [], key: [], agent: [], session: [], sessionagent: [], cursor: [], secret: [], revoked: [], sname: [], emb: [], user: [], kb: [], doc: [], mcp: [], replay: [] };
 const MAX_POOL = 60;
 const remember = (pool: string, ...values: string[]) => {
   if ((pools[pool]?.length ?? 0) < MAX_POOL) pools[pool]?.push(...values);
@@ -69,6 +69,7 @@ const SHAPES: Record<string, () => string> = {
   kb: () => hex(32),
   doc: () => hex(32),
   mcp: () => hex(32),
+  replay: () => hex(32),
 };
 /** Missing ids of a given shape come from a PRNG seeded like the generators. */
 let prng = SEED >>> 0;
@@ -176,6 +177,9 @@ beforeAll(async () => {
   const page = await json('GET', '/workflows/v1/workflows?limit=1');
   if (page.json.next_cursor) remember('cursor', page.json.next_cursor);
   await json('POST', `/workflows/v1/workflows/${wf.json.id}/execute`, { run_input: { query: 'second run' } });
+  const replay = await json('POST', `/workflows/v1/workflows/${wf.json.id}/replays`, { version: 1, runs: [t1.json.run_id] });
+  expect(replay.status).toBe(202);
+  remember('replay', replay.json.replay_id);
   const runs = await json('GET', `/workflows/v1/workflow-runs?workflow_id=${wf.json.id}&limit=1`);
   if (runs.json.next_cursor) remember('cursor', runs.json.next_cursor);
 });
@@ -390,6 +394,12 @@ const validLooking: Record<string, fc.Arbitrary<unknown>> = {
   'POST /workflows/v1/workflows': rec({ name: mostly(fc.string({ minLength: 1, maxLength: 30 }), fc.oneof(str, junk)), description: maybe(text), dsl }),
   'POST /workflows/v1/workflows/{wf}/versions': rec({ dsl, activate: maybe(fc.oneof(fc.boolean(), junk)) }),
   'POST /workflows/v1/workflows/{wf}/execute': executeBody,
+  'POST /workflows/v1/workflows/{wf}/replays': rec({
+    version: mostly(fc.integer({ min: 0, max: 3 }), junk),
+    runs: mostly(fc.oneof(fc.array(mostly(ref('run'), fc.oneof(hexArb(32), str)), { minLength: 1, maxLength: 3 }), rec({ sample: mostly(fc.integer({ min: 1, max: 5 }), junk), since: maybe(mostly(fc.constantFrom('2000-01-01T00:00:00Z', '2999-01-01T00:00:00+02:00'), str)) })), junk),
+    on_differ: maybe(mostly(fc.constantFrom('live', 'refuse'), str)),
+    page_size: maybe(mostly(fc.integer({ min: 1, max: 25 }), junk)),
+  }),
   'PUT /workflows/v1/secrets/{sname}': rec({ value: mostly(fc.string({ minLength: 1, maxLength: 40 }), fc.oneof(str, junk)) }),
   'POST /workflows/v1/keys': rec({ name: mostly(fc.string({ minLength: 1, maxLength: 20 }), str), scope: mostly(fc.constantFrom('admin', 'execute'), str), workflow_ids: maybe(mostly(fc.array(mostly(ref('wf'), str), { minLength: 1, maxLength: 3 }), junk)) }),
   'POST /api/v1/agents': rec({ title: mostly(fc.string({ minLength: 1, maxLength: 30 }), fc.oneof(str, junk)), description: maybe(text), dsl: mostly(fc.oneof(dsl, dsl.map((d) => JSON.stringify(d) ?? '')), str) }),
@@ -544,7 +554,7 @@ interface Spec {
   body: Body;
 }
 const bodies = new Map(ROUTES.map((r) => [r, bodyFor(r)]));
-const POOL_OF: Record<string, string> = { wf: 'wf', run: 'run', file: 'file', key: 'key', agent: 'agent', sid: 'session', sname: 'sname', emb: 'emb', user: 'user', hook: 'hook', kb: 'kb', doc: 'doc', mcp: 'mcp' };
+const POOL_OF: Record<string, string> = { wf: 'wf', run: 'run', file: 'file', key: 'key', agent: 'agent', sid: 'session', sname: 'sname', emb: 'emb', user: 'user', hook: 'hook', kb: 'kb', doc: 'doc', mcp: 'mcp', replay: 'replay' };
 const validUpload = fc
   .record({ filename: fc.constantFrom('a.txt', 'notes.json', 'x.bin', 'guide.md', 'page.html', 'scan.pdf'), type: fc.constantFrom('text/plain', 'application/json', 'application/octet-stream'), content: fc.string({ maxLength: 200 }) })
   .map((p): Body => {
@@ -659,6 +669,7 @@ function learn(s: Spec, path: string, res: RawResponse): void {
     }
   }
   if (res.status === 201 && label === 'POST /workflows/v1/knowledge-bases') remember('kb', j?.id);
+  if (res.status === 202 && label === 'POST /workflows/v1/workflows/{wf}/replays' && typeof j?.replay_id === 'string') remember('replay', j.replay_id);
   if (res.status === 201 && label === 'POST /workflows/v1/mcp-servers') remember('mcp', j?.id);
   if (label.endsWith('/mcp-servers/import') || label.endsWith('/mcp/servers/import')) for (const r of j?.results ?? j?.data?.results ?? []) if (r?.success && typeof r.id === 'string') remember('mcp', r.id);
   if (res.status === 201 && label === 'POST /workflows/v1/knowledge-bases/{kb}/documents') for (const d of j?.items ?? []) remember('doc', d.id);

@@ -31,7 +31,7 @@ let queue: ReturnType<typeof createInProcessQueue>;
 let mcpRegistry: McpRegistry;
 
 /** A's items, B's own, and ids of the same shapes that nobody has. */
-const A = { admin: '', execute: '', endUser: '', tenant: '', wf: '', wf2: '', run: '', run2: '', file: '', keyId: '', agent: '', agentTitle: '', session: '', wf2Session: '', idempotencyKey: '', firstBody: {} as unknown, firstResponse: '', wfCursor: '', runCursor: '', kb: '', kbName: '', doc: '', mcp: '', mcpName: '', mcpToken: '' };
+const A = { admin: '', execute: '', endUser: '', tenant: '', wf: '', wf2: '', run: '', run2: '', file: '', keyId: '', agent: '', agentTitle: '', session: '', wf2Session: '', idempotencyKey: '', firstBody: {} as unknown, firstResponse: '', wfCursor: '', runCursor: '', kb: '', kbName: '', doc: '', mcp: '', mcpName: '', mcpToken: '', replay: '' };
 const B = { admin: '', tenant: '', wf: '', agent: '', kb: '', doc: '' };
 
 async function send(key: string | null, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<RawResponse> {
@@ -140,6 +140,11 @@ beforeAll(async () => {
   expect(mcp.status).toBe(201);
   A.mcp = mcp.json.id;
 
+  // a replay of A's run against A's workflow, under A's Idempotency-Key
+  const replay = await send(A.admin, 'POST', `/workflows/v1/workflows/${A.wf}/replays`, { version: 1, runs: [A.run] }, { 'idempotency-key': A.idempotencyKey });
+  expect(replay.status).toBe(202);
+  A.replay = replay.json.replay_id;
+
   B.wf = (await send(B.admin, 'POST', '/workflows/v1/workflows', { name: 'B own', dsl: fixture('form-intake') })).json.id;
   B.agent = (await send(B.admin, 'POST', '/api/v1/agents', { title: `B agent ${hex(6)}`, dsl: fixture('form-intake') })).json.data.id;
   // tens of requests, two of them parsing documents: more than the default hook timeout on a loaded machine
@@ -208,6 +213,10 @@ describe('another tenant', () => {
       { method: 'GET', path: '/workflows/v1/workflow-runs?workflow_id={id}' },
       { method: 'GET', path: '/workflows/v1/workflow-runs?workflow_id={id}&status=waiting_for_input&limit=5' },
       { method: 'POST', path: '/workflows/v1/keys', body: (id) => ({ name: 'B key on A wf', scope: 'execute', workflow_ids: [id] }) },
+      { method: 'POST', path: '/workflows/v1/workflows/{id}/replays', body: () => ({ version: 1, runs: { sample: 5 } }) },
+      { method: 'POST', path: '/workflows/v1/workflows/{id}/replays', body: () => ({ version: 1, runs: [A.run] }), headers: { 'idempotency-key': A.idempotencyKey } },
+      { method: 'GET', path: `/workflows/v1/workflows/{id}/replays/${A.replay}` },
+      { method: 'GET', path: `/workflows/v1/workflows/{id}/replays/${A.replay}/results` },
     ];
     for (const id of [A.wf, A.wf2]) {
       for (const probe of workflowProbes) {
@@ -240,11 +249,26 @@ describe('another tenant', () => {
       { method: 'POST', path: `/workflows/v1/workflows/${B.wf}/execute`, body: (id) => ({ run_id: id, run_input: { inputs: {} } }), headers: { prefer: 'respond-async' } },
       { method: 'POST', path: `/workflows/v1/workflows/${B.wf}/runs/{id}/pump-companions` },
       { method: 'POST', path: `/workflows/v1/workflows/${A.wf}/runs/{id}/pump-companions` },
+      // A's runs in a replay of B's own workflow: unknown runs, as missing ones are
+      { method: 'POST', path: `/workflows/v1/workflows/${B.wf}/replays`, body: (id) => ({ version: 1, runs: [id] }) },
     ];
     for (const id of [A.run, A.run2, A.session]) for (const probe of runProbes) await indistinguishable(B.admin, probe, id);
     await indistinguishable(B.admin, { method: 'DELETE', path: '/workflows/v1/workflow-runs/{id}' }, A.run);
     const still = await send(A.admin, 'GET', `/workflows/v1/workflow-runs/${A.run}`);
     expect(still.json).toMatchObject({ run_id: A.run, turn_number: 2, status: 'waiting_for_input' });
+  });
+
+  it('gets for A\u2019s replay ids what it gets for missing ones, and its runs are A\u2019s alone', async () => {
+    for (const path of [`/workflows/v1/workflows/${B.wf}/replays/{id}`, `/workflows/v1/workflows/${B.wf}/replays/{id}/results`]) {
+      await indistinguishable(B.admin, { method: 'GET', path }, A.replay);
+    }
+    // B's replay under A's key is B's own: its workflow, no run of A's
+    const mine = await send(B.admin, 'POST', `/workflows/v1/workflows/${B.wf}/replays`, { version: 1, runs: { sample: 5 } }, { 'idempotency-key': A.idempotencyKey });
+    expect(mine.status).toBe(202);
+    expect(mine.json.replay_id).not.toBe(A.replay);
+    expect(mine.text).not.toContain(A.run);
+    const aReplay = await send(A.admin, 'GET', `/workflows/v1/workflows/${A.wf}/replays/${A.replay}`);
+    expect(aReplay.json).toMatchObject({ replay_id: A.replay, runs_total: 1 });
   });
 
   it('gets for A\u2019s file and key ids what it gets for missing ones', async () => {
@@ -587,6 +611,10 @@ describe('an execute key', () => {
       ['PATCH', `/workflows/v1/mcp-servers/${A.mcp}`, { name: 'x' }],
       ['DELETE', `/workflows/v1/mcp-servers/${A.mcp}`],
       ['POST', `/workflows/v1/mcp-servers/${A.mcp}/tools`],
+      // replays read many runs, whoever's: admin keys only, reading included
+      ['POST', `/workflows/v1/workflows/${A.wf}/replays`, { version: 1, runs: [A.run] }],
+      ['GET', `/workflows/v1/workflows/${A.wf}/replays/${A.replay}`],
+      ['GET', `/workflows/v1/workflows/${A.wf}/replays/${A.replay}/results`],
     ];
     const outcomes = [];
     for (const [method, path, body] of native) {

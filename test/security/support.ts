@@ -90,7 +90,7 @@ export type Api = 'public' | 'native' | 'ragflow';
 
 export interface Route {
   method: string;
-  /** Placeholders: {wf} {run} {n} {file} {key} {agent} {sid} {sname} (a tenant secret's name) {emb} (an embed secret's id) {user} (an end user's id) {cid} (a component's id) {mid} (a message id) {hook} (a webhook's id) {kb} (a knowledge base's id, RAGFlow's dataset id) {doc} (a document's id) {mcp} (an MCP server's id) */
+  /** Placeholders: {wf} {run} {n} {file} {key} {agent} {sid} {sname} (a tenant secret's name) {emb} (an embed secret's id) {user} (an end user's id) {cid} (a component's id) {mid} (a message id) {hook} (a webhook's id) {kb} (a knowledge base's id, RAGFlow's dataset id) {doc} (a document's id) {mcp} (an MCP server's id) {replay} (a replay's id) */
   path: string;
   api: Api;
   /** Answers with the admin scope only. */
@@ -133,6 +133,9 @@ export const ROUTES: readonly Route[] = [
   { method: 'GET', path: '/workflows/v1/workflow-runs/{run}/turns', api: 'native' },
   { method: 'POST', path: '/workflows/v1/workflow-runs/{run}/form-links', api: 'native' },
   { method: 'POST', path: '/workflows/v1/workflow-runs/{run}/fork', api: 'native' },
+  { method: 'POST', path: '/workflows/v1/workflows/{wf}/replays', api: 'native', admin: true },
+  { method: 'GET', path: '/workflows/v1/workflows/{wf}/replays/{replay}', api: 'native', admin: true },
+  { method: 'GET', path: '/workflows/v1/workflows/{wf}/replays/{replay}/results', api: 'native', admin: true },
   { method: 'GET', path: '/workflows/v1/workflow-runs/{run}/turns/{n}', api: 'native' },
   { method: 'GET', path: '/workflows/v1/workflow-runs/{run}/turns/{n}/events', api: 'native' },
   { method: 'POST', path: '/workflows/v1/files', api: 'native' },

@@ -48,7 +48,7 @@ beforeAll(async () => {
   };
   engine = testEngine({ openaiUrl: model.url, leaseMs: LEASE_MS });
   // callbacks go to the test's receivers on loopback
-  api = await serveApp(engine, { enqueue: async (message) => void queued.push(message), guard: new SsrfGuard({ allow: ['127.0.0.1'] }) });
+  api = await serveApp(engine, { enqueue: async (message) => void queued.push(message as QueueMessage), guard: new SsrfGuard({ allow: ['127.0.0.1'] }) });
 });
 afterAll(async () => {
   await api.close();
@@ -73,7 +73,7 @@ describe('async turns in the worker', () => {
     const outcomes: Outcome['kind'][] = [];
     const continuations: QueueMessage[] = [];
     // a deadline already passed: every invocation runs one batch, checkpoints, and hands over
-    const deps: QueueDeps = { engine, guard: new SsrfGuard(), count: (o) => outcomes.push(o), requeue: async (m) => void continuations.push(m) };
+    const deps: QueueDeps = { engine, guard: new SsrfGuard(), count: (o) => outcomes.push(o), requeue: async (m) => void continuations.push(m as QueueMessage) };
     let next: QueueMessage | undefined = message;
     for (let hops = 0; next && hops < 20; hops++) {
       const failures = await processBatch(deps, [sqsRecord(JSON.stringify(next))], { stopBy: 0 });
@@ -114,7 +114,7 @@ describe('async turns in the worker', () => {
       } else {
         let next: QueueMessage | undefined = await claimAsync(workflowId, { run_id: runId, run_input: { query: 'three' } });
         const continuations: QueueMessage[] = [];
-        const deps: QueueDeps = { engine, guard: new SsrfGuard(), requeue: async (m) => void continuations.push(m) };
+        const deps: QueueDeps = { engine, guard: new SsrfGuard(), requeue: async (m) => void continuations.push(m as QueueMessage) };
         let hops = 0;
         for (; next; hops++) {
           await processBatch(deps, [sqsRecord(JSON.stringify(next))], { stopBy: 0 });

@@ -5,11 +5,14 @@
  * async turn, and bounded per turn.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Canvas, type CanvasEvent, compileWorkflow } from '../../lib/canvas';
 import { CallLog, type CallRecord, CallReplay } from '../../lib/canvas/calls';
+import { builtinComponents } from '../../lib/components';
+import { referencesForRecord } from '../../lib/components/recorded-references';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
 import { getTurn } from '../../lib/store/sessions';
 import { executeTurn, type TurnEngine } from '../../lib/turns/execute';
-import { processMessage, type QueueMessage } from '../../lib/turns/queue';
+import { processMessage, type QueueMessage, type WorkerMessage } from '../../lib/turns/queue';
 import { graph, llmStep } from '../helpers/dsl-builder';
 import { newTenant, newWorkflow, testEngine } from '../helpers/engine';
 import { testServices } from '../helpers/services';
@@ -109,7 +112,7 @@ describe('call records', () => {
       'Message:Out': ['Message', { content: ['{LLM:A@content} / {LLM:B@content}'] }],
     }));
     const queue: QueueMessage[] = [];
-    const deps = { engine, guard: new SsrfGuard(), requeue: async (m: QueueMessage) => void queue.push(m) };
+    const deps = { engine, guard: new SsrfGuard(), requeue: async (m: WorkerMessage) => void queue.push(m as QueueMessage) };
     // every invocation is past its deadline: the turn is suspended at each checkpoint and continued
     let outcome = await processMessage(deps, JSON.stringify({ tenant, workflow_id: workflowId, run_input: { query: 'long' } }), { stopBy: 0 });
     let invocations = 1;
@@ -157,6 +160,54 @@ describe('call records', () => {
     expect(replay.replayed).toBe(5);
   });
 
+  it('answer a turn from another turn\u2019s records where the same calls are made: an LLM, a streaming LLM, a Categorize, an Invoke, each marked replayed; the rest goes live', async () => {
+    const dsl = (prompt: string) => graph({
+      begin: ['Begin', { mode: 'conversational' }, ['Categorize:Kind']],
+      'Categorize:Kind': ['Categorize', { llm_id: 'c@Local', category_description: { weather: { description: 'about the weather', to: ['LLM:A'] }, other: { to: ['LLM:A'] } } }, []],
+      'LLM:A': llmStep('A', ['Invoke:Log']),
+      'Invoke:Log': ['Invoke', { url: `${target.url}/log`, method: 'post', variables: [{ key: 'answer', ref: 'LLM:A@content' }], datatype: 'json', timeout: 5 }, ['LLM:B']],
+      'LLM:B': ['LLM', { llm_id: 'writer@Local', sys_prompt: '', prompts: [{ role: 'user', content: prompt }], message_history_window_size: 0 }, ['Message:Out']],
+      'Message:Out': ['Message', { content: ['{LLM:B@content}'] }],
+    });
+    const options = { seed: 3, clock: () => Date.UTC(2026, 0, 2), services: engine.services };
+    const first = Canvas.create(compileWorkflow(dsl('step B of {sys.query}'), builtinComponents), options);
+    const recordedEvents = await collectEvents(first.run({ query: 'rain' }));
+    const records = [...first.lastTurnCalls.records];
+    expect(records.map((r) => [r.component_id, r.kind, r.replayed ?? false])).toEqual([
+      ['Categorize:Kind', 'model', false], ['LLM:A', 'model', false], ['Invoke:Log', 'invoke', false], ['LLM:B', 'model', false],
+    ]);
+    const modelCalls = model.calls;
+    const posts = target.requests.length;
+
+    // the same workflow: every call is answered from its record, none is made
+    const same = Canvas.create(compileWorkflow(dsl('step B of {sys.query}'), builtinComponents), options);
+    const sameEvents = await collectEvents(same.run({ query: 'rain' }, { recorded: new CallReplay(records.map((record) => ({ record }))) }));
+    expect([model.calls, target.requests.length]).toEqual([modelCalls, posts]);
+    expect(same.lastTurnCalls.records.map((r) => [r.component_id, r.replayed])).toEqual([['Categorize:Kind', true], ['LLM:A', true], ['Invoke:Log', true], ['LLM:B', true]]);
+    expect(same.lastTurnCalls.records.map((r) => r.result)).toEqual(records.map((r) => r.result));
+    expect(messagesOf(sameEvents)).toEqual(messagesOf(recordedEvents));
+
+    // LLM:B asks otherwise: its call goes live (unmarked), the others are still answered
+    const changed = Canvas.create(compileWorkflow(dsl('step B, in short, of {sys.query}'), builtinComponents), options);
+    const source = new CallReplay(records.map((record) => ({ record })));
+    await collectEvents(changed.run({ query: 'rain' }, { recorded: source }));
+    expect(model.calls).toBe(modelCalls + 1);
+    expect(target.requests.length).toBe(posts);
+    expect(changed.lastTurnCalls.records.map((r) => [r.component_id, r.replayed ?? false])).toEqual([['Categorize:Kind', true], ['LLM:A', true], ['Invoke:Log', true], ['LLM:B', false]]);
+    expect(source.diverged).toEqual([{ component_id: 'LLM:B', kind: 'model', ordinal: 0 }]);
+  });
+
+  it('keep a tool call\u2019s references in full when they are small, else by chunk id', () => {
+    const chunk = (id: string, content: string) => ({ id, content, document_id: 'd', document_name: 'doc.md', dataset_id: 'kb', image_id: '', positions: [], url: null, similarity: 0.5, vector_similarity: 0, term_similarity: 0.5, row_id: null, doc_type: '', document_metadata: null });
+    const small = { chunks: [chunk('c1', 'The bridge opened in 1932.'), chunk('c2', 'It was painted red.')], doc_aggs: [{ doc_name: 'doc.md', doc_id: 'd', count: 2 }] };
+    expect(referencesForRecord(small)).toBe(small);
+    // one string past what a record keeps inline would add a blob to the turn
+    expect(referencesForRecord({ ...small, chunks: [chunk('c1', 'x'.repeat(1025))] })).toEqual(['c1']);
+    // many small ones past 4 KB in all would grow the record
+    const many = { ...small, chunks: Array.from({ length: 12 }, (_, i) => chunk(`c${i}`, 'y'.repeat(300))) };
+    expect(referencesForRecord(many)).toEqual(many.chunks.map((c) => c.id));
+  });
+
   it('are bounded per turn: later calls are counted, not recorded, and ordinals go on', () => {
     const log = new CallLog({}, 3);
     for (let i = 0; i < 5; i++) log.add('LLM:A', [], { kind: 'model', request: { i } });
@@ -169,3 +220,14 @@ describe('call records', () => {
     expect(resumed.records.at(-1)).toMatchObject({ component_id: 'LLM:A', ordinal: 3, path: [] });
   });
 });
+
+async function collectEvents(events: AsyncIterable<CanvasEvent>): Promise<CanvasEvent[]> {
+  const out: CanvasEvent[] = [];
+  for await (const e of events) out.push(e);
+  return out;
+}
+
+/** What was shown: the message deltas joined (a call answered from its record streams its text in one piece). */
+function messagesOf(events: readonly CanvasEvent[]): string {
+  return events.filter((e) => e.event === 'message').map((e) => (e.data as { content: string }).content).join('');
+}

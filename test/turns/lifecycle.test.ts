@@ -156,7 +156,7 @@ describe('an async turn aborted in its worker', () => {
     const outcomes: unknown[] = [];
     model.respond = (body) => (stepOf(body.messages) === 'B' && model.calls === since + 2 ? { kind: 'stall' } : { kind: 'text', text: `answer-${stepOf(body.messages)}` });
     try {
-      const worker = processBatch({ engine, guard: new SsrfGuard(), requeue: async (m) => void continued.push(m), log: (_m, f) => outcomes.push(f) }, [sqsRecord(JSON.stringify(message))]);
+      const worker = processBatch({ engine, guard: new SsrfGuard(), requeue: async (m) => void continued.push(m as QueueMessage), log: (_m, f) => outcomes.push(f) }, [sqsRecord(JSON.stringify(message))]);
       await model.arrived(since + 2); // A answered and checkpointed; B held by the model
       shutdown.abort('the invocation was about to time out');
       expect((await worker).batchItemFailures).toEqual([]);
@@ -189,7 +189,7 @@ describe('an async turn aborted in its worker', () => {
     model.enqueue({ kind: 'stall' });
     const outcomes: unknown[] = [];
     const continued: QueueMessage[] = [];
-    const worker = processBatch({ engine, guard: new SsrfGuard(), onAbort: 'release', requeue: async (m) => void continued.push(m), log: (_m, f) => outcomes.push(f) }, [sqsRecord(JSON.stringify(message))]);
+    const worker = processBatch({ engine, guard: new SsrfGuard(), onAbort: 'release', requeue: async (m) => void continued.push(m as QueueMessage), log: (_m, f) => outcomes.push(f) }, [sqsRecord(JSON.stringify(message))]);
     await model.arrived(since + 1);
     shutdown.abort('the server is stopping');
     expect((await worker).batchItemFailures).toEqual([]);

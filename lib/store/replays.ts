@@ -1,0 +1,278 @@
+/**
+ * Replays of recorded runs against a workflow version (lib/turns/replay.ts): a job, and per page
+ * of runs its progress and its results. They live in a partition of their workflow's
+ * (`keys.replays`), apart from the runs they read, which they never write; every item carries
+ * the replay's TTL, reads ignore expired ones, and deleting the workflow deletes the partition.
+ *
+ *   R#<id>#A          the job: the target version, the runs (fixed when it starts), the options
+ *   R#<id>#S#<page>   a page's progress: how many of its runs are done, its summary (small)
+ *   R#<id>#X#<page>   a page's results, one per run done (compressed)
+ *
+ * A page is written whole after each of its runs, progress and results together: a page done
+ * again (a worker crashed, a message came twice) overwrites itself, so nothing counts twice.
+ * Reading also covers the recorded runs' turns (request, response, call records), without their
+ * state, a page of turns at a time.
+ */
+import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { backoff, readBlobs } from './blobs';
+import { decode, decompress, encode } from './codec';
+import { call, capacityParam, ConditionFailed, isExpired, queryAll, reportCapacity, type StoreContext } from './dynamo';
+import { EaselError } from '../errors';
+import { keys } from './item-keys';
+import { deleteKeys } from './partitions';
+import { partsOf, toTurn, type TurnRecord } from './sessions';
+import { LISTING_INDEX } from './table';
+import { isRecordItem } from './turn-slot';
+
+export interface ReplayJob {
+  tenant: string;
+  workflowId: string;
+  id: string;
+  /** The version the runs are replayed against. */
+  version: number;
+  /** What a call that differs from its record does: made (`live`) or ends the run's replay (`refuse`). */
+  onDiffer: 'live' | 'refuse';
+  /** Runs per page (per queue message). */
+  pageSize: number;
+  /** The runs, in the order they are replayed (fixed when the replay starts). */
+  runs: string[];
+  /** What was asked for: these runs, or a sample of the workflow's runs started since a time. */
+  selection: { runs: string[] } | { sample: number; since: string | null };
+  /** The normalized request, hashed: a retry with the same Idempotency-Key must match it. */
+  fingerprint: string;
+  createdAt: string;
+  /** Epoch seconds after which the replay and its results are gone. */
+  expiresAt: number;
+}
+
+/** A page's progress as its worker last wrote it. */
+export interface ReplayPageProgress {
+  page: number;
+  /** Runs of the page done. */
+  done: number;
+  /** Every run of the page is done. */
+  complete: boolean;
+  /** What the turn layer keeps of its runs for the replay's overview (small). */
+  summary: unknown;
+}
+
+/** Largest compressed results of one page; a page past it is refused (the worker shortens it). */
+export const MAX_PAGE_RESULTS_BYTES = 300 * 1024;
+
+const now = (ctx: StoreContext) => (ctx.now ?? Date.now)();
+
+/**
+ * Creates the job unless one has its id; returns null when created, else the job that has the
+ * id (a retry with the same Idempotency-Key, which may have expired: then it is replaced).
+ */
+export async function createReplay(ctx: StoreContext, job: ReplayJob): Promise<ReplayJob | null> {
+  try {
+    await call('create the replay', () =>
+      ctx.doc.send(new PutCommand({
+        TableName: ctx.table,
+        Item: jobItem(job),
+        // an expired job of the same id (not yet removed by DynamoDB) is replaced
+        ConditionExpression: 'attribute_not_exists(pk) OR #ttl <= :now',
+        ExpressionAttributeNames: { '#ttl': 'ttl' },
+        ExpressionAttributeValues: { ':now': Math.floor(now(ctx) / 1000) },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        ...capacityParam(ctx),
+      })).then((out) => reportCapacity(ctx, 'replay', 'write', out.ConsumedCapacity)),
+    );
+    return null;
+  } catch (error) {
+    if (!(error instanceof ConditionFailed)) throw error;
+    const existing = await getReplayJob(ctx, job.tenant, job.workflowId, job.id);
+    if (!existing) throw new EaselError('unavailable', 'the replay was deleted while it was being created; retry');
+    return existing;
+  }
+}
+
+/** The job alone (what a worker needs); null when there is none, or it expired. */
+export async function getReplayJob(ctx: StoreContext, tenant: string, workflowId: string, id: string): Promise<ReplayJob | null> {
+  const { Item } = await call('read the replay', () =>
+    ctx.doc.send(new GetCommand({ TableName: ctx.table, Key: { pk: keys.replays(tenant, workflowId), sk: keys.replayJob(id) }, ConsistentRead: true })),
+  );
+  if (!Item || isExpired(Item, now(ctx))) return null;
+  return toJob(Item);
+}
+
+/**
+ * The job and the progress of its pages (pages not started have none), in one Query: the job
+ * and the progress items sort together, before the results.
+ */
+export async function getReplay(ctx: StoreContext, tenant: string, workflowId: string, id: string): Promise<{ job: ReplayJob; pages: ReplayPageProgress[] } | null> {
+  const items = await queryAll(ctx, 'read the replay', {
+    KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+    ExpressionAttributeValues: { ':pk': keys.replays(tenant, workflowId), ':from': keys.replayJob(id), ':to': `R#${id}#S#~` },
+    ConsistentRead: true,
+  }, 'replay');
+  const at = now(ctx);
+  const jobItem = items.find((i) => i.sk === keys.replayJob(id));
+  if (!jobItem || isExpired(jobItem, at)) return null;
+  const pages = items
+    .filter((i) => i.sk !== keys.replayJob(id) && !isExpired(i, at))
+    .map((i) => ({ page: i.page as number, done: i.done as number, complete: i.complete === true, summary: i.summary ?? null }));
+  return { job: toJob(jobItem), pages };
+}
+
+/**
+ * Writes a page's progress and results (both whole, replacing what an earlier attempt wrote), in
+ * one round trip. Results whose compressed size is over MAX_PAGE_RESULTS_BYTES are refused
+ * (`payload_too_large`) before anything is written.
+ */
+export async function savePage(ctx: StoreContext, job: ReplayJob, page: number, data: { results: unknown[]; complete: boolean; summary: unknown }): Promise<void> {
+  const pk = keys.replays(job.tenant, job.workflowId);
+  const results = Buffer.from(encode(data.results, Number.POSITIVE_INFINITY).bytes);
+  if (results.length > MAX_PAGE_RESULTS_BYTES) throw new EaselError('payload_too_large', `the results of replay page ${page} are too large to store (${Math.ceil(results.length / 1024)} KB)`);
+  const common = { pk, kind: 'replay_page', page, ttl: job.expiresAt };
+  let requests = [
+    { PutRequest: { Item: { ...common, sk: keys.replayResults(job.id, page), r: results } } },
+    // written after the results in the same request: progress never counts a run whose result is missing
+    { PutRequest: { Item: { ...common, sk: keys.replayProgress(job.id, page), done: data.results.length, complete: data.complete, summary: JSON.parse(JSON.stringify(data.summary ?? null)) as unknown } } },
+  ];
+  for (let attempt = 0; requests.length > 0; attempt++) {
+    const out = await call('save the replay page', () => ctx.doc.send(new BatchWriteCommand({ RequestItems: { [ctx.table]: requests }, ...capacityParam(ctx) })));
+    reportCapacity(ctx, 'replay', 'write', out.ConsumedCapacity);
+    requests = (out.UnprocessedItems?.[ctx.table] ?? []) as typeof requests;
+    if (requests.length > 0) await backoff(attempt);
+  }
+}
+
+/** A page's results as last saved; null when the page has none (not started, or expired). */
+export async function readPageResults(ctx: StoreContext, job: Pick<ReplayJob, 'tenant' | 'workflowId' | 'id'>, page: number): Promise<unknown[] | null> {
+  const { Item } = await call('read the replay results', () =>
+    ctx.doc.send(new GetCommand({ TableName: ctx.table, Key: { pk: keys.replays(job.tenant, job.workflowId), sk: keys.replayResults(job.id, page) }, ConsistentRead: true })),
+  );
+  if (!Item || isExpired(Item, now(ctx)) || !(Item.r instanceof Uint8Array)) return null;
+  return decode(Item.r, new Map()) as unknown[];
+}
+
+/** Deletes every replay of a workflow (its jobs, progress and results); returns how many items went. */
+export async function deleteReplays(ctx: StoreContext, tenant: string, workflowId: string): Promise<number> {
+  const pk = keys.replays(tenant, workflowId);
+  const items = await queryAll(ctx, 'list the replays', { KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ProjectionExpression: 'pk, sk' });
+  await deleteKeys(ctx, items.map((i) => ({ pk: i.pk as string, sk: i.sk as string })));
+  return items.length;
+}
+
+/**
+ * Runs of a workflow started at or after `since` (all when null) that committed a turn, newest
+ * first, at most `max`, from the listing index (no session is read): what a sample is drawn from.
+ */
+export async function listRunsSince(ctx: StoreContext, tenant: string, workflowId: string, since: string | null, max: number): Promise<string[]> {
+  const at = Math.floor(now(ctx) / 1000);
+  const ids: string[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await call('list the runs', () =>
+      ctx.doc.send(new QueryCommand({
+        TableName: ctx.table,
+        IndexName: LISTING_INDEX,
+        KeyConditionExpression: since === null ? 'gsi1pk = :pk' : 'gsi1pk = :pk AND gsi1sk >= :since',
+        FilterExpression: '(attribute_not_exists(#ttl) OR #ttl > :now) AND #turn > :zero',
+        ProjectionExpression: 'id',
+        ExpressionAttributeNames: { '#ttl': 'ttl', '#turn': 'turn' },
+        ExpressionAttributeValues: { ':pk': keys.sessionList(tenant, workflowId), ':now': at, ':zero': 0, ...(since === null ? {} : { ':since': since }) },
+        ScanIndexForward: false,
+        ExclusiveStartKey: start,
+      })),
+    );
+    for (const item of page.Items ?? []) if (ids.length < max) ids.push(item.id as string);
+    start = page.LastEvaluatedKey;
+  } while (start && ids.length < max);
+  return ids;
+}
+
+/** A committed turn as a replay reads it: what was asked, what was answered, the calls it made. */
+export interface RecordedTurn extends TurnRecord {
+  request: unknown;
+  /** The response body as stored (JSON). */
+  response: string;
+  calls: { records: unknown[]; dropped: number };
+  /** `sys.date` as the turn set it (the second it started), when its state says. */
+  date?: string;
+}
+
+/** Committed turns of a run in order, after `after` (exclusive), at most `limit`, without their state. */
+export async function readRecordedTurns(ctx: StoreContext, tenant: string, runId: string, after: number, limit: number): Promise<{ turns: RecordedTurn[]; more: boolean }> {
+  const pk = keys.session(tenant, runId);
+  const { Items: read = [], LastEvaluatedKey } = await call('read the recorded turns', () =>
+    ctx.doc.send(new QueryCommand({
+      TableName: ctx.table,
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+      ExpressionAttributeValues: { ':pk': pk, ':from': keys.turn(after + 1), ':to': keys.turn(99_999_999) },
+      Limit: limit,
+      ConsistentRead: true,
+      ...capacityParam(ctx),
+    })).then((out) => {
+      reportCapacity(ctx, 'replay', 'read', out.ConsumedCapacity);
+      return out;
+    }),
+  );
+  // the claim of a turn in flight sorts after the last committed turn
+  const items = read.filter(isRecordItem);
+  const more = LastEvaluatedKey !== undefined && items.length === read.length;
+  const blobs = await readBlobs(ctx, pk, items.flatMap((i) => ['rb', 'qb', 'cb'].flatMap((part) => (i[part] as string[] | undefined) ?? [])));
+  return {
+    turns: items.map((i) => {
+      const parts = partsOf(i, ['r', 'q', 'c'], blobs);
+      const date = dateOf(i);
+      return {
+        ...toTurn(i),
+        request: parts.q,
+        response: parts.r as string,
+        calls: (parts.c as RecordedTurn['calls'] | undefined) ?? { records: [], dropped: 0 },
+        ...(date !== undefined ? { date } : {}),
+      };
+    }),
+    more,
+  };
+}
+
+/**
+ * `sys.date` from a turn record's state, read without its blobs (a short string is never one);
+ * undefined for records written before the parts shared one stream.
+ */
+function dateOf(item: Record<string, unknown>): string | undefined {
+  if (!(item.p instanceof Uint8Array)) return undefined;
+  const state = (JSON.parse(decompress(item.p)) as { s?: { globals?: Record<string, unknown> } }).s;
+  const date = state?.globals?.['sys.date'];
+  return typeof date === 'string' ? date : undefined;
+}
+
+function jobItem(job: ReplayJob): Record<string, unknown> {
+  return {
+    pk: keys.replays(job.tenant, job.workflowId),
+    sk: keys.replayJob(job.id),
+    kind: 'replay',
+    tenant: job.tenant,
+    workflow_id: job.workflowId,
+    id: job.id,
+    version: job.version,
+    on_differ: job.onDiffer,
+    page_size: job.pageSize,
+    runs: job.runs,
+    selection: 'runs' in job.selection ? { runs: job.selection.runs } : { sample: job.selection.sample, since: job.selection.since },
+    fingerprint: job.fingerprint,
+    created_at: job.createdAt,
+    ttl: job.expiresAt,
+  };
+}
+
+function toJob(item: Record<string, unknown>): ReplayJob {
+  const selection = item.selection as { runs?: string[]; sample?: number; since?: string | null };
+  return {
+    tenant: item.tenant as string,
+    workflowId: item.workflow_id as string,
+    id: item.id as string,
+    version: item.version as number,
+    onDiffer: item.on_differ === 'refuse' ? 'refuse' : 'live',
+    pageSize: item.page_size as number,
+    runs: (item.runs as string[] | undefined) ?? [],
+    selection: Array.isArray(selection.runs) ? { runs: selection.runs } : { sample: selection.sample ?? 0, since: selection.since ?? null },
+    fingerprint: item.fingerprint as string,
+    createdAt: item.created_at as string,
+    expiresAt: item.ttl as number,
+  };
+}

@@ -1,0 +1,224 @@
+/**
+ * Replays below the API: one run (lib/turns/replay-run.ts) and the queue worker's pages
+ * (lib/turns/replay-worker.ts), on DynamoDB Local with a counting model server.
+ *
+ * - A run replayed against the version it was recorded on behaves the same and calls nothing:
+ *   a form asked again, answered in part, then in full; an Agent whose tool calls were approved
+ *   at two pauses (each resumed turn answers its earlier rounds from its own records, marked
+ *   replayed: the run's calls are counted once, and every one is answered).
+ * - A version that asks its form otherwise: the replay stops where the run's answer no longer fits.
+ * - A page whose worker stops midway goes on from its last saved run; a page delivered again, or
+ *   twice, counts nothing twice and replays no run twice; near its deadline a worker hands its
+ *   page on to the next delivery.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compileWorkflow } from '../../lib/canvas';
+import { type CallRecord } from '../../lib/canvas/calls';
+import { withComponents } from '../../lib/components';
+import { createAgent } from '../../lib/components/agent';
+import { getTurn } from '../../lib/store/sessions';
+import { addVersion } from '../../lib/store/workflows';
+import { executeTurn, type TurnEngine } from '../../lib/turns/execute';
+import { readReplay, startReplay } from '../../lib/turns/replay';
+import type { ReplayPageMessage } from '../../lib/turns/replay-message';
+import { replayRun } from '../../lib/turns/replay-run';
+import { processReplayPage } from '../../lib/turns/replay-worker';
+import { createToolRegistry } from '../../lib/tools/registry';
+import { tavilyTools } from '../../lib/tools/tavily';
+import { fixture } from '../helpers/canvas';
+import { graph, llmStep } from '../helpers/dsl-builder';
+import { newTenant, newWorkflow, testEngine } from '../helpers/engine';
+import { testServices } from '../helpers/services';
+import { TAVILY_TEST_KEY, TavilyServer } from '../helpers/tavily-server';
+import { OpenAiServer } from '../llm/openai-server';
+
+let model: OpenAiServer;
+let tavily: TavilyServer;
+let engine: TurnEngine;
+
+beforeAll(async () => {
+  [model, tavily] = await Promise.all([OpenAiServer.start(), TavilyServer.start({ pages: [{ url: 'https://history.example/bridge', title: 'Harbour bridge', content: 'The harbour bridge opened in 1932.' }] })]);
+  model.respond = (body) => {
+    const results = body.messages.filter((m) => m.role === 'tool');
+    if (body.tools?.length && results.length < 2) return { kind: 'tools', calls: [{ name: 'tavily_search_0', arguments: { query: `harbour ${results.length}` } }], text: `Searching ${results.length}.` };
+    return { kind: 'text', text: `answer to "${body.messages.at(-1)?.content}"`, chunks: 2 };
+  };
+  engine = testEngine({ openaiUrl: model.url });
+});
+afterAll(async () => {
+  await Promise.all([model.close(), tavily.close()]);
+});
+
+async function recordedRun(eng: TurnEngine, tenant: string, workflowId: string, inputs: Record<string, unknown>[]): Promise<string> {
+  let runId: string | undefined;
+  for (const [i, runInput] of inputs.entries()) {
+    const r = await executeTurn(eng, { tenant, workflowId, ...(runId ? { runId, turnNumber: i } : {}), runInput });
+    runId = r.response.run_id;
+  }
+  return runId as string;
+}
+
+describe('a run replayed against the version it was recorded on', () => {
+  it('behaves the same through a form asked again, answered in part, then in full', async () => {
+    const tenant = newTenant();
+    const dsl = fixture('form-intake');
+    const wf = await newWorkflow(engine, tenant, dsl);
+    const runId = await recordedRun(engine, tenant, wf, [
+      { query: 'sign me up' },
+      { inputs: {} },
+      { inputs: { name: 'Ada', age: 36 } },
+      { inputs: { plan: 'pro' } },
+    ]);
+    const result = await replayRun(engine, { tenant, workflowId: wf, runId, workflow: compileWorkflow(dsl, engine.registry), onDiffer: 'refuse' });
+    expect(result).toMatchObject({ outcome: 'same', turns: 4, turns_replayed: 4, first_divergence: null, components: [], live_calls: [], calls: { recorded: 0, answered: 0, live: 0 } });
+  });
+
+  it('asks the model what the run asked it, turn after turn, the conversation so far included', async () => {
+    const tenant = newTenant();
+    const dsl = graph({
+      begin: ['Begin', { mode: 'conversational' }, ['Categorize:Kind']],
+      'Categorize:Kind': ['Categorize', { llm_id: 'c@Local', message_history_window_size: 2, category_description: { weather: { description: 'about the weather', to: ['LLM:Chat'] }, other: { to: ['LLM:Chat'] } } }, []],
+      'LLM:Chat': ['LLM', { llm_id: 'writer@Local', sys_prompt: 'Today is {sys.date}.', prompts: [{ role: 'user', content: '{sys.query}' }] }, ['Message:Out']],
+      'Message:Out': ['Message', { content: ['{LLM:Chat@content}'] }],
+    });
+    const wf = await newWorkflow(engine, tenant, dsl);
+    const runId = await recordedRun(engine, tenant, wf, [{ query: 'hello' }, { query: 'will it rain?' }, { query: 'and tomorrow?' }, { query: 'thanks' }]);
+    const before = model.calls;
+    const result = await replayRun(engine, { tenant, workflowId: wf, runId, workflow: compileWorkflow(dsl, engine.registry), onDiffer: 'refuse' });
+    expect(result).toMatchObject({ outcome: 'same', turns_replayed: 4, calls: { recorded: 8, answered: 8, live: 0 } });
+    expect(model.calls).toBe(before);
+  });
+
+  it('answers every call of an Agent approved at two pauses, counting each once', async () => {
+    const tools = createToolRegistry(tavilyTools({ baseUrl: `${tavily.url}/` }));
+    const withTools: TurnEngine = { ...engine, registry: withComponents(createAgent(tools)), services: { ...testServices({ openaiUrl: model.url, secrets: { TAVILY_API_KEY: TAVILY_TEST_KEY } }), tools } };
+    const tenant = newTenant();
+    const dsl = graph({
+      begin: ['Begin', { mode: 'task' }, ['Agent:Research']],
+      'Agent:Research': ['Agent', { llm_id: 'writer@Local', sys_prompt: 'You research.', prompts: [{ role: 'user', content: '{sys.query}' }], max_rounds: 5, approval: 'all', tools: [{ component_name: 'TavilySearch', name: 'TavilySearch', params: { max_results: 1 } }] }, ['Message:Out']],
+      'Message:Out': ['Message', { content: ['{Agent:Research@content}'] }],
+    });
+    const wf = await newWorkflow(withTools, tenant, dsl);
+    const runId = await recordedRun(withTools, tenant, wf, [{ query: 'the harbour' }, { inputs: { decision: 'approve' } }, { inputs: { decision: 'approve' } }]);
+    const records = await Promise.all([1, 2, 3].map(async (n) => ((await getTurn(withTools.store, tenant, runId, n))?.calls.records ?? []) as CallRecord[]));
+    const made = records.flat().filter((r) => r.replayed !== true).length;
+    // the resumed turns answered their earlier rounds from their own records, and say so
+    expect(records.flat().length).toBeGreaterThan(made);
+    expect(records[2]?.filter((r) => r.replayed).map((r) => r.kind)).toEqual(['model', 'tool', 'tool', 'model']);
+
+    const before = { model: model.calls, tavily: tavily.requests.length };
+    const result = await replayRun(withTools, { tenant, workflowId: wf, runId, workflow: compileWorkflow(dsl, withTools.registry), onDiffer: 'refuse' });
+    expect(result).toMatchObject({ outcome: 'same', turns_replayed: 3, live_calls: [], calls: { recorded: made, answered: made, live: 0 } });
+    expect({ model: model.calls, tavily: tavily.requests.length }).toEqual(before);
+  });
+});
+
+describe('a version that asks its form otherwise', () => {
+  it('names the form, then what the run\u2019s answer made of it; one that no longer asks stops where the answer no longer fits', async () => {
+    const tenant = newTenant();
+    const v1 = fixture('form-intake');
+    const wf = await newWorkflow(engine, tenant, v1);
+    const runId = await recordedRun(engine, tenant, wf, [{ query: 'sign me up' }, { inputs: { name: 'Ada', age: 36, plan: 'pro' } }]);
+
+    const v2 = structuredClone(v1) as any;
+    v2.components['UserFillUp:PlumDesksWave'].obj.params.inputs.age.type = 'line';
+    delete v2.components['UserFillUp:PlumDesksWave'].obj.params.inputs.plan;
+    const asked = await replayRun(engine, { tenant, workflowId: wf, runId, workflow: compileWorkflow(v2, engine.registry), onDiffer: 'live' });
+    expect(asked).toMatchObject({ outcome: 'diverged', turns_replayed: 2, first_divergence: { turn: 1, component_id: 'UserFillUp:PlumDesksWave' } });
+    expect(asked.components.map((c) => [c.turn, c.component_id, c.change])).toEqual([
+      [1, 'UserFillUp:PlumDesksWave', 'form'],
+      [2, 'UserFillUp:PlumDesksWave', 'outputs'],
+      [2, 'Message:BraveOwlsSing', 'outputs'],
+    ]);
+    expect(asked.components[2]).toMatchObject({ recorded: { content: 'Welcome Ada (36), plan pro; city .' }, replayed: { content: 'Welcome Ada (36), plan ; city .' } });
+
+    const v3 = structuredClone(v1) as any;
+    delete v3.components['UserFillUp:PlumDesksWave'];
+    v3.components.begin.downstream = ['Message:BraveOwlsSing'];
+    v3.components['Message:BraveOwlsSing'].upstream = ['begin'];
+    v3.components['Message:BraveOwlsSing'].obj.params.content = ['Welcome {sys.query}.'];
+    const gone = await replayRun(engine, { tenant, workflowId: wf, runId, workflow: compileWorkflow(v3, engine.registry), onDiffer: 'live' });
+    expect(gone).toMatchObject({ outcome: 'diverged', turns_replayed: 1, stopped: { turn: 2, code: 'not_waiting_for_input' }, first_divergence: { turn: 1 } });
+  });
+});
+
+describe('the worker\u2019s pages', () => {
+  const dsl = graph({
+    begin: ['Begin', { mode: 'conversational' }, ['LLM:A']],
+    'LLM:A': llmStep('A', ['Message:Out']),
+    'Message:Out': ['Message', { content: ['{LLM:A@content}'] }],
+  });
+  const v2 = graph({
+    begin: ['Begin', { mode: 'conversational' }, ['LLM:A']],
+    'LLM:A': ['LLM', { llm_id: 'writer@Local', sys_prompt: 'Answer in one line.', prompts: [{ role: 'user', content: 'step A, v2, of {sys.query}' }], message_history_window_size: 0 }, ['Message:Out']],
+    'Message:Out': ['Message', { content: ['{LLM:A@content}'] }],
+  });
+
+  async function setup(eng: TurnEngine, runs: number) {
+    const tenant = newTenant();
+    const wf = await newWorkflow(eng, tenant, dsl);
+    const ids: string[] = [];
+    for (let i = 0; i < runs; i++) ids.push(await recordedRun(eng, tenant, wf, [{ query: `question ${i}` }]));
+    await addVersion(eng.store, tenant, wf, v2, false);
+    const queued: ReplayPageMessage[] = [];
+    const { view } = await startReplay(eng, { tenant, workflowId: wf, version: 2, runs: ids, pageSize: 3, enqueue: async (m) => void queued.push(m) });
+    return { tenant, wf, ids, replayId: view.replay_id, queued };
+  }
+
+  it('a page stopped midway goes on from its last saved run; delivered again, or once more when done, it counts nothing twice', async () => {
+    const stopping = new AbortController();
+    // the worker's lifecycle stops it right after its first run is saved
+    const eng: TurnEngine = { ...engine, store: { ...engine.store, onCapacity: (operation, units) => (operation === 'replay' && units.write > 0 ? stopping.abort() : undefined) }, lifecycle: { signal: () => stopping.signal } };
+    const { tenant, wf, replayId, queued } = await setup(engine, 5);
+    const page0 = queued.shift() as ReplayPageMessage;
+    const before = model.calls;
+    const next: ReplayPageMessage[] = [];
+    const first = await processReplayPage({ engine: eng, requeue: async (m) => void next.push(m) }, page0);
+    expect(first.kind).toBe('retry');
+    expect(model.calls - before).toBe(1);
+    expect((await readReplay(engine, tenant, wf, replayId))).toMatchObject({ runs_done: 1, status: 'running' });
+
+    // delivered again: the other two runs of the page, then the next page is queued
+    const second = await processReplayPage({ engine, requeue: async (m) => void next.push(m) }, page0);
+    expect(second).toMatchObject({ kind: 'done', page: 0, runs: 2 });
+    expect(model.calls - before).toBe(3);
+    expect(next).toEqual([{ tenant, workflow_id: wf, replay: { id: replayId, page: 1 } }]);
+    // once more, as a duplicate delivery would: nothing is replayed, nothing counted again
+    const third = await processReplayPage({ engine, requeue: async (m) => void next.push(m) }, page0);
+    expect(third).toMatchObject({ kind: 'done', runs: 0 });
+    expect(model.calls - before).toBe(3);
+    await processReplayPage({ engine }, next[0]);
+    const view = await readReplay(engine, tenant, wf, replayId);
+    expect(view).toMatchObject({ status: 'done', runs_done: 5, pages_done: 2, summary: { outcomes: { diverged: 5 }, calls: { recorded: 5, answered: 0, live: 5 } } });
+    expect(view.summary.runs).toHaveLength(5);
+    expect(model.calls - before).toBe(5);
+  });
+
+  it('near its deadline, a worker hands the page on after each run (and what a replay costs the store)', async () => {
+    const { tenant, wf, replayId, queued } = await setup(engine, 4);
+    const outcomes: string[] = [];
+    let message: ReplayPageMessage | undefined = queued.shift();
+    const requeued: ReplayPageMessage[] = [];
+    const units = { read: 0, write: 0, calls: 0 };
+    const metered: TurnEngine = { ...engine, store: { ...engine.store, onCapacity: (_op, u) => {
+      units.read += u.read;
+      units.write += u.write;
+      units.calls++;
+    } } };
+    while (message) {
+      const outcome = await processReplayPage({ engine: metered, requeue: async (m) => void requeued.push(m) }, message, { stopBy: 0 });
+      outcomes.push(`${outcome.kind}${'page' in outcome ? outcome.page : ''}`);
+      message = requeued.shift();
+    }
+    expect(outcomes).toEqual(['continued0', 'continued0', 'done0', 'done1']);
+    expect(await readReplay(engine, tenant, wf, replayId)).toMatchObject({ status: 'done', runs_done: 4 });
+    // per run: a Query of its turns and the page saved (progress and results); a read of each page's results per delivery
+    console.log(`replay of 4 one-turn runs in 2 pages, 4 deliveries: ${units.read} RCU, ${units.write} WCU reported (${(units.write / 4).toFixed(1)} WCU a run)`);
+    expect(units.write).toBeGreaterThan(0);
+  });
+
+  it('refuses a message that is not a page, and drops the page of a replay that is gone', async () => {
+    expect(await processReplayPage({ engine }, { tenant: 't', workflow_id: 'w', replay: { id: 'nope', page: 0 } })).toMatchObject({ kind: 'failed', code: 'invalid_request' });
+    expect(await processReplayPage({ engine }, { tenant: newTenant(), workflow_id: 'w', replay: { id: '0123456789abcdef0123456789abcdef', page: 0 } })).toMatchObject({ kind: 'failed', code: 'not_found' });
+  });
+});
