@@ -14,14 +14,14 @@
  * state, a page of turns at a time.
  */
 import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { backoff, readBlobs } from './blobs';
+import { readBlobs } from './blobs';
 import { decode, decompress, encode } from './codec';
-import { call, capacityParam, ConditionFailed, isExpired, queryAll, reportCapacity, type StoreContext } from './dynamo';
+import { backoff, call, capacityParam, ConditionFailed, isExpired, queryAll, reportCapacity, type StoreContext } from './dynamo';
 import { EaselError } from '../errors';
 import { keys } from './item-keys';
+import { listSessions } from './session-listing';
 import { deleteKeys } from './partitions';
 import { partsOf, toTurn, type TurnRecord } from './sessions';
-import { LISTING_INDEX } from './table';
 import { isRecordItem } from './turn-slot';
 
 export interface ReplayJob {
@@ -161,26 +161,13 @@ export async function deleteReplays(ctx: StoreContext, tenant: string, workflowI
  * first, at most `max`, from the listing index (no session is read): what a sample is drawn from.
  */
 export async function listRunsSince(ctx: StoreContext, tenant: string, workflowId: string, since: string | null, max: number): Promise<string[]> {
-  const at = Math.floor(now(ctx) / 1000);
   const ids: string[] = [];
-  let start: Record<string, unknown> | undefined;
+  let cursor: Record<string, unknown> | undefined;
   do {
-    const page = await call('list the runs', () =>
-      ctx.doc.send(new QueryCommand({
-        TableName: ctx.table,
-        IndexName: LISTING_INDEX,
-        KeyConditionExpression: since === null ? 'gsi1pk = :pk' : 'gsi1pk = :pk AND gsi1sk >= :since',
-        FilterExpression: '(attribute_not_exists(#ttl) OR #ttl > :now) AND #turn > :zero',
-        ProjectionExpression: 'id',
-        ExpressionAttributeNames: { '#ttl': 'ttl', '#turn': 'turn' },
-        ExpressionAttributeValues: { ':pk': keys.sessionList(tenant, workflowId), ':now': at, ':zero': 0, ...(since === null ? {} : { ':since': since }) },
-        ScanIndexForward: false,
-        ExclusiveStartKey: start,
-      })),
-    );
-    for (const item of page.Items ?? []) if (ids.length < max) ids.push(item.id as string);
-    start = page.LastEvaluatedKey;
-  } while (start && ids.length < max);
+    const page = await listSessions(ctx, tenant, workflowId, { limit: Math.min(100, max), ...(cursor ? { cursor } : {}), ...(since === null ? {} : { createdSince: since }) });
+    for (const run of page.items) if (run.turn > 0 && ids.length < max) ids.push(run.id);
+    cursor = page.cursor;
+  } while (cursor && ids.length < max);
   return ids;
 }
 

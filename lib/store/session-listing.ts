@@ -18,17 +18,20 @@ export type SessionSummary = Pick<SessionHead, 'id' | 'workflowId' | 'version' |
  * Sessions of a workflow, newest first. The listing index gives their ids in creation order
  * (`userId` and the TTL filter there: neither changes with a turn); the heads, read in one
  * BatchGetItem a page, give status, turn and updated_at, which a turn changes without writing
- * the index (sessions.ts). `status` filters on the heads. No session state is read.
+ * the index (sessions.ts). `status` filters on the heads; `createdSince` (ISO) keeps the runs
+ * created at or after it. No session state is read.
  */
 export async function listSessions(
   ctx: StoreContext,
   tenant: string,
   workflowId: string,
-  options: { limit: number; cursor?: Record<string, unknown>; userId?: string; status?: string; oldestFirst?: boolean },
+  options: { limit: number; cursor?: Record<string, unknown>; userId?: string; status?: string; oldestFirst?: boolean; createdSince?: string },
 ): Promise<{ items: SessionSummary[]; cursor: Record<string, unknown> | undefined }> {
   const at = now(ctx);
   const filters = ['(attribute_not_exists(#ttl) OR #ttl > :now)'];
   const values: Record<string, unknown> = { ':pk': keys.sessionList(tenant, workflowId), ':now': Math.floor(at / 1000) };
+  // the index sorts by creation time (`<created_at>#<id>`)
+  if (options.createdSince !== undefined) values[':since'] = options.createdSince;
   if (options.userId !== undefined) {
     filters.push('user_id = :user');
     values[':user'] = options.userId;
@@ -41,7 +44,7 @@ export async function listSessions(
       ctx.doc.send(new QueryCommand({
         TableName: ctx.table,
         IndexName: LISTING_INDEX,
-        KeyConditionExpression: 'gsi1pk = :pk',
+        KeyConditionExpression: options.createdSince === undefined ? 'gsi1pk = :pk' : 'gsi1pk = :pk AND gsi1sk >= :since',
         FilterExpression: filters.join(' AND '),
         ProjectionExpression: 'pk',
         ExpressionAttributeNames: { '#ttl': 'ttl' },
