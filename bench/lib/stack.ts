@@ -202,12 +202,13 @@ export async function sessionItems(db: Database, tenant: string, runId: string):
       TableName: db.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :t)',
       ExpressionAttributeValues: { ':pk': keys.session(tenant, runId), ':t': TURN_PREFIX },
-      ProjectionExpression: 'sk, turn',
+      // a head lists its turn as `tn` (lib/store/sessions.ts), records and older heads as `turn`
+      ProjectionExpression: 'sk, tn, turn',
       ConsistentRead: true,
       ExclusiveStartKey: start,
     }));
     for (const item of page.Items ?? []) {
-      if (item.sk === SESSION_HEAD_SK) headTurn = item.turn as number;
+      if (item.sk === SESSION_HEAD_SK) headTurn = (item.tn ?? item.turn) as number;
       else turns++;
     }
     start = page.LastEvaluatedKey;
