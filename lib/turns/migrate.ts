@@ -22,21 +22,20 @@
  * a retry after such a failure, or after one that failed the whole request (503), recognises the
  * runs it had moved by the key their migration turn carries, and reports them as migrated.
  */
-import { Canvas, type CanvasEvent, TransientError } from '../canvas';
+import { randomBytes } from 'node:crypto';
+import { Canvas, type CanvasEvent, TransientError, type Workflow } from '../canvas';
 import { readState } from '../canvas/state';
+import { EaselError, type ErrorCode } from '../errors';
 import { canonicalJson, sha256 } from '../store/codec';
 import { NotFoundError, TurnConflictError, TurnInProgressError } from '../store/errors';
 import { commitMigration, getMigrationAnswer, putMigrationAnswer } from '../store/migrations';
-import { getTurn, loadSession } from '../store/sessions';
 import { listSessions } from '../store/session-listing';
-import { EaselError, type ErrorCode } from '../errors';
-import type { Workflow } from '../canvas';
+import { getTurn, loadSession } from '../store/sessions';
 import type { Actor } from './actors';
 import { canvasOptions, compiled, resolveWorkflow } from './compiled';
 import { mapState, MigrationRefusedError, type StateMapping } from './migrate-state';
 import { buildResponse, type NextInputHint, type TurnResponse } from './response';
 import { ttlOf, type TurnEngine } from './turn-engine';
-import { randomBytes } from 'node:crypto';
 
 /** Runs one request migrates (or plans, or pages through) at most. */
 export const MAX_MIGRATIONS_PER_CALL = 25;

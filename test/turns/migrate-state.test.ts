@@ -87,7 +87,7 @@ describe('mapState', () => {
       begin: ['Begin', { mode: 'task' }, ['Loop:L']],
       'Loop:L': ['Loop', { loop_variables: [], loop_termination_condition: [], maximum_loop_count: 3 }, ['Message:After']],
       'LoopItem:I': ['LoopItem', {}, ['UserFillUp:Ask'], 'Loop:L'],
-      'UserFillUp:Ask': [...ask.slice(0, 2), [], 'Loop:L'] as Nodes[string],
+      'UserFillUp:Ask': [ask[0], ask[1], [], 'Loop:L'],
       'Message:After': ['Message', { content: ['done'] }],
     });
     const { workflow, state } = await pausedAt(loopNodes(ASK(NAME)), {}, { name: 'one' });
