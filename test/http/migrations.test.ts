@@ -1,7 +1,8 @@
 /**
  * Migrating paused runs onto a new version (`POST .../versions/{n}/migrate`), through the app on
  * DynamoDB Local: a run paused inside a Loop moves onto a version that adds a component after
- * the loop and finishes there; a run paused at a form the new version removed is refused and
+ * the loop and finishes there, and one paused at an Agent's tool approval is approved there; a
+ * run paused at a form the new version removed is refused and
  * left exactly as it was; a dry run changes nothing (the tenant's items scanned before and
  * after); the migration is a turn of the run's history; it races an answer for one slot.
  */
@@ -12,13 +13,21 @@ import { graph } from '../helpers/dsl-builder';
 import { testTable } from '../helpers/dynamo';
 import { testEngine } from '../helpers/engine';
 import { type Served, serveApp } from '../helpers/http';
+import { OpenAiServer } from '../llm/openai-server';
 
 let api: Served;
+let model: OpenAiServer;
 beforeAll(async () => {
-  api = await serveApp(testEngine());
+  model = await OpenAiServer.start();
+  // an Agent that asks to call its tool once, then reports what it said
+  model.respond = (body) => {
+    const results = body.messages.filter((m) => m.role === 'tool').map((m) => String(m.content));
+    return results.length === 0 ? { kind: 'tools', calls: [{ name: 'Researcher_0', arguments: { user_prompt: 'When?' } }], text: 'Let me ask.' } : { kind: 'text', text: `Report: ${results.join(' | ')}` };
+  };
+  api = await serveApp(testEngine({ openaiUrl: model.url }));
 });
 afterAll(async () => {
-  await api?.close();
+  await Promise.all([api?.close(), model?.close()]);
 });
 
 /** The loop fixture (three rounds, a form in each) and, as v2, the same with a Message after the loop. */
@@ -111,6 +120,36 @@ describe('migrating a run paused inside a Loop', () => {
     expect(record.request).toMatchObject({ command: 'migrate', migration: { from_version: 1, to_version: 2 }, actor: { kind: 'admin_key' } });
     expect(record.response).toMatchObject({ turn_number: 3, version: 2, migration: { from_version: 1, to_version: 2 } });
     expect(record.response.events.map((e: any) => e.event)).toEqual(['user_inputs']);
+  });
+});
+
+describe('migrating a run paused at a tool approval', () => {
+  const agent = (prompt: string, extra: Record<string, any> = {}) => graph({
+    begin: ['Begin', { mode: 'conversational' }, ['Agent:Main']],
+    'Agent:Main': ['Agent', { llm_id: 'writer@Local', sys_prompt: prompt, prompts: [{ role: 'user', content: '{sys.query}' }], max_rounds: 3, approval: ['Researcher'], tools: [{ component_name: 'Agent', name: 'Researcher', params: { llm_id: 'writer@Local', sys_prompt: 'You look things up.', prompts: [{ role: 'user', content: '{sys.query}' }], user_prompt: '', description: 'Looks things up.', tools: [] } }] }, ['Message:Out']],
+    'Message:Out': ['Message', { content: ['{Agent:Main@content}'] }, Object.keys(extra)],
+    ...extra,
+  });
+
+  it('moves it when the Agent is unchanged, and the approval finishes the run there without a model round made twice', async () => {
+    const id = await workflow(agent('You write reports.'));
+    const before = model.calls;
+    const paused = await execute(id, { run_input: { query: 'Write about the bridge.' } });
+    expect(paused.json).toMatchObject({ status: 'waiting_for_input', next_input_hint: { component_id: 'Agent:Main' } });
+    const runId = paused.json.run_id as string;
+    const v2 = await addVersion(id, agent('You write reports.', { 'Message:Extra': ['Message', { content: ['filed on v2'] }] }));
+    const moved = await migrate(id, v2, { runs: [runId] });
+    expect(moved.json.items[0]).toMatchObject({ outcome: 'migrated', next_input_hint: { component_id: 'Agent:Main', tips: paused.json.next_input_hint.tips } });
+    const done = await execute(id, { run_id: runId, turn_number: 2, run_input: { inputs: { decision: 'approve' } } });
+    expect(done.json).toMatchObject({ version: 2, status: 'completed', turn_number: 3 });
+    expect(done.json.events.filter((e: any) => e.event === 'message').map((e: any) => e.data.content)).toEqual([expect.stringContaining('Report: '), 'filed on v2']);
+    // main round 1 before the move; the researcher and main round 2 after it: each once
+    expect(model.calls - before).toBe(3);
+
+    const other = (await execute(id, { run_input: { query: 'Again.' } })).json.run_id as string;
+    const v3 = await addVersion(id, agent('You write short reports.'));
+    const refused = await migrate(id, v3, { runs: [other] });
+    expect(refused.json.items[0]).toMatchObject({ outcome: 'refused', code: 'migration_refused', component_id: 'Agent:Main' });
   });
 });
 
