@@ -2,9 +2,9 @@
  * Migrating paused runs onto a new version (`POST .../versions/{n}/migrate`), through the app on
  * DynamoDB Local: a run paused inside a Loop moves onto a version that adds a component after
  * the loop and finishes there, and one paused at an Agent's tool approval is approved there; a
- * run paused at a form the new version removed is refused and
- * left exactly as it was; a dry run changes nothing (the tenant's items scanned before and
- * after); the migration is a turn of the run's history; it races an answer for one slot.
+ * run paused at a form the new version removed is refused and left exactly as it was; a dry run
+ * changes nothing (the tenant's items scanned before and after); the migration is a turn of the
+ * run's history; it races an answer for one slot.
  */
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
