@@ -6,8 +6,10 @@
  * changes nothing (the tenant's items scanned before and after); the migration is a turn of the
  * run's history; it races an answer for one slot.
  */
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dueSortKey } from '../../lib/store/sessions';
+import { TIMER_INDEX } from '../../lib/store/table';
 import { fixture } from '../helpers/canvas';
 import { graph } from '../helpers/dsl-builder';
 import { testTable } from '../helpers/dynamo';
@@ -74,6 +76,13 @@ async function tenantItems(): Promise<unknown[]> {
     start = page.LastEvaluatedKey;
   } while (start);
   return items.map((i) => JSON.stringify(i)).sort();
+}
+
+/** Whether the run's timer is in the sparse timer index the pump reads. */
+async function inTimerIndex(runId: string, dueAt: number): Promise<boolean> {
+  const { doc, tableName } = testTable();
+  const { Items = [] } = await doc.send(new QueryCommand({ TableName: tableName, IndexName: TIMER_INDEX, KeyConditionExpression: 'gsi2pk = :due AND gsi2sk = :sk', ExpressionAttributeValues: { ':due': 'DUE', ':sk': dueSortKey(dueAt, api.tenant, runId) } }));
+  return Items.length > 0;
 }
 
 describe('migrating a run paused inside a Loop', () => {
@@ -302,6 +311,52 @@ describe('migration against an answer', () => {
         expect(run.json).toMatchObject({ version: 1, turn_number: 3, status: 'completed' });
       }
     }
+  });
+});
+
+describe('two migrations of one run at once', () => {
+  it('move it once', async () => {
+    const id = await workflow(FORM(NAME));
+    const v2 = await addVersion(id, FORM(NAME, { 'Message:Extra': ['Message', { content: ['more'] }] }));
+    const runId = (await execute(id, { run_input: {} })).json.run_id as string;
+    await migrate(id, 1, { runs: [runId] });
+    const answers = await Promise.all(Array.from({ length: 5 }, () => migrate(id, v2, { runs: [runId] })));
+    const outcomes = answers.map((a) => a.json.items[0].outcome);
+    expect(outcomes.filter((o) => o === 'migrated')).toHaveLength(1);
+    // the others lost the slot, or read the run once it was moved
+    for (const a of answers.filter((x) => x.json.items[0].outcome !== 'migrated')) {
+      expect(a.json.items[0]).toMatchObject({ outcome: expect.stringMatching(/^(refused|skipped)$/) });
+      if (a.json.items[0].outcome === 'refused') expect(a.json.items[0].code).toMatch(/^turn_(conflict|in_progress)$/);
+    }
+    const turns = await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns`);
+    expect(turns.json.items.map((t: any) => [t.turn_number, t.request.migration?.to_version ?? null])).toEqual([[1, null], [2, 1], [3, 2]]);
+  });
+});
+
+describe('a form timer across a migration', () => {
+  it('keeps its deadline when the new version has the timer, and is disarmed when it has none', async () => {
+    const withTimer = (seconds: number | undefined) => {
+      const dsl = FORM(NAME) as { components: Record<string, any> };
+      if (seconds !== undefined) dsl.components['UserFillUp:Ask'].obj.params.timeout_seconds = seconds;
+      return dsl;
+    };
+    const id = await workflow(withTimer(3600));
+    const runId = (await execute(id, { run_input: {} })).json.run_id as string;
+    const before = await api.call('GET', `/workflows/v1/workflow-runs/${runId}`);
+    expect(before.json.timer_due_at).toEqual(expect.any(String));
+    const longer = await addVersion(id, withTimer(7200));
+    await migrate(id, longer, { runs: [runId] });
+    const kept = await api.call('GET', `/workflows/v1/workflow-runs/${runId}`);
+    expect(kept.json).toMatchObject({ version: longer, timer_due_at: before.json.timer_due_at, has_background_work: true });
+    expect(await inTimerIndex(runId, Date.parse(before.json.timer_due_at))).toBe(true);
+    const none = await addVersion(id, withTimer(undefined));
+    await migrate(id, none, { runs: [runId] });
+    const disarmed = await api.call('GET', `/workflows/v1/workflow-runs/${runId}`);
+    expect(disarmed.json).toMatchObject({ version: none, timer_due_at: null, has_background_work: false });
+    // and the timer index forgot it: the pump will not find it; firing it now finds no timer
+    expect(await inTimerIndex(runId, Date.parse(before.json.timer_due_at))).toBe(false);
+    const pumped = await api.call('POST', `/workflows/v1/workflows/${id}/runs/${runId}/pump-companions`);
+    expect([pumped.status, pumped.json.code]).toEqual([409, 'no_timer_armed']);
   });
 });
 

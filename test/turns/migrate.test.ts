@@ -2,11 +2,15 @@
  * What migrating paused runs costs (lib/turns/migrate.ts): per run one consistent Query and one
  * transaction (the turn record and the head's new version), counted by the SDK's middleware and
  * DynamoDB's reported capacity and cross-checked by arithmetic from the item sizes; a dry run only
- * reads. The figures go to the console.
+ * reads. The figures go to the console. And the commit itself: the turn and the new version are
+ * written together or not at all.
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { itemSize } from '../../lib/store/blobs';
+import { NotFoundError } from '../../lib/store/errors';
+import { commitMigration } from '../../lib/store/migrations';
+import { loadSession } from '../../lib/store/sessions';
 import { keys, SESSION_HEAD_SK } from '../../lib/store/item-keys';
 import type { StoreContext } from '../../lib/store/dynamo';
 import { createDynamoClients } from '../../lib/store/setup';
@@ -87,3 +91,37 @@ describe('the cost of a migration', () => {
     expect(wruPerRun).toBeGreaterThanOrEqual(priced);
   });
 });
+
+describe('the migration commit', () => {
+  it('writes the turn and the new version together or not at all', async () => {
+    const engine = testEngine();
+    const { store } = engine;
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, FORM());
+    const runId = (await executeTurn(engine, { tenant, workflowId, runInput: {} })).response.run_id;
+    const { head, latest, storedBlobs } = await loadSession(store, tenant, runId, 0);
+    const commit = (version: number) => commitMigration(store, {
+      head: { ...head, version },
+      turn: head.turn + 1,
+      token: `t${version}`,
+      toVersion: 3,
+      status: 'waiting_for_input',
+      payload: { state: latest?.state, request: {}, response: '{}', history: [] },
+      keyHash: null,
+      fingerprint: null,
+      ttlSeconds: 3600,
+      dueAt: null,
+      storedBlobs,
+    });
+    const slot = async () => (await store.doc.send(new GetCommand({ TableName: store.table, Key: { pk: keys.session(tenant, runId), sk: keys.turn(2) }, ConsistentRead: true }))).Item;
+    // read as if on another version than the head holds: the head refuses, so the free slot stays free
+    await expect(commit(7)).rejects.toBeInstanceOf(NotFoundError);
+    expect(await slot()).toBeUndefined();
+    expect((await loadSession(store, tenant, runId, 0)).head).toMatchObject({ version: 1, turn: 1 });
+    // as read: both move
+    await commit(1);
+    expect(await slot()).toMatchObject({ kind: 'turn', turn: 2 });
+    expect((await loadSession(store, tenant, runId, 0)).head).toMatchObject({ version: 3, turn: 2 });
+  });
+});
+
