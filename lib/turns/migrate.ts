@@ -11,8 +11,8 @@
  * says what moved it (request `command: "migrate"`, `migration: {from_version, to_version}`,
  * the actor) and its response what was kept and dropped (`migration`). Per run, all or nothing.
  *
- * A request names its runs or asks for every paused run of the workflow, a page at a time
- * (`MAX_MIGRATIONS_PER_CALL`, then a cursor): each run is its own decision (migrated, refused
+ * A request names its runs or asks for every paused run of the workflow, a page at a time (the
+ * route bounds a page: 25 runs, then a cursor): each run is its own decision (migrated, refused
  * with the reason, skipped). It runs within the request rather than on the queue: a run costs
  * one read and one transaction, a page of them fits well inside one invocation, and a dry run
  * has to answer with its plan anyway. A dry run reads only.
@@ -37,8 +37,6 @@ import { mapState, MigrationRefusedError, type StateMapping } from './migrate-st
 import { buildResponse, type NextInputHint, type TurnResponse } from './response';
 import { ttlOf, type TurnEngine } from './turn-engine';
 
-/** Runs one request migrates (or plans, or pages through) at most. */
-export const MAX_MIGRATIONS_PER_CALL = 25;
 /** Runs migrated at once within a request. */
 const CONCURRENCY = 4;
 

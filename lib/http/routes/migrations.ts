@@ -6,7 +6,7 @@
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import { keys } from '../../store/item-keys';
-import { MAX_MIGRATIONS_PER_CALL, migrateRuns, type MigrateResult } from '../../turns/migrate';
+import type { MigrateResult } from '../../turns/migrate';
 import { keyHashOf } from '../../turns/turn-keys';
 import { actorOf, idempotencyPrincipal } from '../access';
 import type { App, AppDeps } from '../app';
@@ -16,6 +16,12 @@ import { HttpError } from '../errors';
 import { ErrorSchema, IDEMPOTENCY_KEY, RUN_ID, WORKFLOW_ID } from '../schemas';
 
 const json = (schema: z.ZodType, description: string) => ({ description, content: { 'application/json': { schema } } });
+
+/**
+ * Runs one request migrates, plans or pages through at most: each is a read and a transaction,
+ * so a page fits well inside one invocation (lib/turns/migrate.ts).
+ */
+export const MAX_MIGRATIONS_PER_CALL = 25;
 
 const MigrateBody = z
   .object({
@@ -83,6 +89,8 @@ export function registerMigrationRoutes(app: App, deps: AppDeps): void {
             ...(body.cursor ? { cursor: decodeCursor(body.cursor, { attribute: 'gsi1pk', value: keys.sessionList(principal.tenant, id) }) as Record<string, unknown> } : {}),
           },
         };
+      // the migration's modules load with its first request, not with every function's init
+      const { migrateRuns } = await import('../../turns/migrate');
       const answer = await migrateRuns(deps.engine, {
         tenant: principal.tenant,
         workflowId: id,
