@@ -27,6 +27,7 @@ export const ERROR_CODES = {
   form_link_expired: 'A form link past its expiry; ask for a new one.',
   form_link_used: "A form link whose form was answered already (through this link or otherwise) or whose run moved on; it works once.",
   no_timer_armed: 'A timer firing (pump-companions) for a run that has no form timer armed; `status` is the run status.',
+  migration_refused: 'A paused run cannot move onto another version of its workflow: where it waits is not there, or its fields changed type (the reason names the component and field). Reported per run by the migrate route.',
   idempotency_mismatch: 'This Idempotency-Key was used before with a different request.',
   payload_too_large: 'A body, file, form value or stored item is over its limit.',
   workflow_failed: 'A webhook run answered when it ends (Streaming) failed, was cancelled or aborted; the answer carries `run_id`, `status` and the run\'s `error`.',

@@ -25,6 +25,7 @@ const EXPECTED: Record<ErrorCode, readonly [number, number]> = {
   turn_in_progress: [409, 103],
   not_waiting_for_input: [409, 103],
   no_timer_armed: [409, 103],
+  migration_refused: [409, 103],
   form_link_expired: [410, 103],
   form_link_used: [410, 103],
   idempotency_mismatch: [422, 101],

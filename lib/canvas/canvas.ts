@@ -25,6 +25,7 @@ import type { FormField } from './forms';
 import { isRecord } from './references';
 import { NEVER_ABORTED, parseRunInput, type RunInput } from './run-input';
 import { type CanvasState, dict, type PendingPrompt, readState, type RunStatus, STATE_VERSION, type TurnHistoryEntry } from './state';
+import { pause } from './turn-ends';
 import { callCompleted, drive, pausedCalls, type TurnCheckpoint, type TurnControl } from './turn-loop';
 
 export type { BeginRules, TurnUsage } from './canvas-core';
@@ -312,6 +313,34 @@ export class Canvas {
    */
   get lastTurnReplay(): { replayed: number; diverged: readonly ReplayDivergence[] } {
     return { replayed: this.core.replay?.replayed ?? 0, diverged: this.core.replay?.diverged ?? [] };
+  }
+
+  /**
+   * Asks the pending forms again as this canvas's workflow has them, running nothing: for a run
+   * moved onto another version of its workflow, whose fields and tips may differ. The values
+   * answered so far stay, and so does the deadline of an armed timer (a timer the workflow no
+   * longer has is disarmed; one it gained is armed from now). Ends with `user_inputs`.
+   */
+  async *reask(): AsyncGenerator<CanvasEvent, void, undefined> {
+    this.assertIdle();
+    const core = this.core;
+    const s = core.state;
+    if (s.status !== 'waiting_for_input' || !s.prompt) throw new NotWaitingForInputError(s.status);
+    const holding = s.prompt.component_ids;
+    this.active = true;
+    this.broken = true;
+    core.usage = emptyUsage();
+    core.turnHistory = [];
+    core.calls = new CallLog();
+    core.replay = undefined;
+    core.batchStart = undefined;
+    core.previousDue = s.prompt.due_at;
+    try {
+      yield* pause(core, this.scope(NEVER_ABORTED, {}), holding);
+      this.broken = false;
+    } finally {
+      this.active = false;
+    }
   }
 
   /** A `stop` turn: the run ends as `cancelled`. */

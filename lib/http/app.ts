@@ -30,6 +30,7 @@ import { FORM_LINK_PATH, formLinkRoutes, registerFormLinkRoutes } from './routes
 import { DOCUMENT_UPLOAD_PATH, knowledgeBaseRoutes } from './routes/knowledge-bases';
 import { registerKeyRoutes } from './routes/keys';
 import { mcpServerRoutes } from './routes/mcp-servers';
+import { registerMigrationRoutes } from './routes/migrations';
 import { registerRunRoutes } from './routes/runs';
 import { secretRoutes } from './routes/secrets';
 import { registerWorkflowRoutes } from './routes/workflows';
@@ -176,6 +177,7 @@ export function createApp(deps: AppDeps): App {
   registerRunRoutes(app, deps);
   registerForkRoutes(app, deps);
   registerReplayRoutes(app, deps);
+  registerMigrationRoutes(app, deps);
   registerFileRoutes(app, deps);
   registerFormLinkRoutes(app, deps);
   app.route('/workflows/v1/secrets', secretRoutes(deps));

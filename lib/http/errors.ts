@@ -25,6 +25,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   turn_in_progress: 409,
   not_waiting_for_input: 409,
   no_timer_armed: 409,
+  migration_refused: 409,
   form_link_expired: 410,
   form_link_used: 410,
   payload_too_large: 413,

@@ -33,6 +33,7 @@ import {
   getMcpServer,
   listMcpServers,
   MAX_MCP_SERVERS_PER_TENANT,
+  McpServerChangedError,
   McpServerNameTakenError,
   mcpServerNamed,
   replaceMcpServer,
@@ -53,6 +54,9 @@ import {
 
 /** Server ids: 32 hex digits, as RAGFlow's `get_uuid()`. */
 export const MCP_SERVER_ID = /^[0-9a-f]{32}$/;
+
+/** Times an update is applied when other writes keep changing the server under it. */
+const MAX_UPDATE_ATTEMPTS = 3;
 
 export interface McpRegistryDeps {
   store: StoreContext;
@@ -189,6 +193,18 @@ export class McpRegistry {
    * when its URL, type, headers or variables change ('on_change').
    */
   async update(tenant: string, id: string, patch: McpServerPatch, options: ListingOptions & { relist?: 'always' | 'on_change' } = {}): Promise<SavedMcpServer> {
+    // another request changed the server between our read and our write: the store refused
+    // ours rather than undo theirs, and the patch is applied again on what they wrote
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.updateOnce(tenant, id, patch, options);
+      } catch (error) {
+        if (!(error instanceof McpServerChangedError) || attempt >= MAX_UPDATE_ATTEMPTS) throw error;
+      }
+    }
+  }
+
+  private async updateOnce(tenant: string, id: string, patch: McpServerPatch, options: ListingOptions & { relist?: 'always' | 'on_change' }): Promise<SavedMcpServer> {
     const before = await this.stored(tenant, id);
     const old = before.record;
     const serverType = patch.server_type === undefined ? old.server_type : checkServerType(patch.server_type);

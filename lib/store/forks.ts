@@ -71,7 +71,8 @@ export async function writeFork(ctx: StoreContext, source: ForkSource, fork: { i
     tenant: parent.tenant,
     id: fork.id,
     workflowId: parent.workflowId,
-    version: parent.version,
+    // the version turn k ran on: a run migrated since (lib/store/migrations.ts) is pinned to another now
+    version: versionOf(source.payload.response) ?? parent.version,
     status: record.status,
     turn: record.turn - 1,
     userId: fork.userId,
@@ -98,4 +99,14 @@ export async function writeFork(ctx: StoreContext, source: ForkSource, fork: { i
     storedBlobs: new Set(),
   });
   return { ...head, turn: record.turn };
+}
+
+/** The version a turn ran on, as its response says. */
+function versionOf(response: string): number | undefined {
+  try {
+    const version = (JSON.parse(response) as { version?: unknown }).version;
+    return Number.isInteger(version) ? (version as number) : undefined;
+  } catch {
+    return undefined;
+  }
 }

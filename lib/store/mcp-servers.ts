@@ -10,7 +10,8 @@
  * Create, rename and delete move the server, its name item and the count in one transaction,
  * so a name is never held by two servers and the count never drifts. Every write of a server
  * is conditional on the `version` it was read at: of two concurrent updates one fails
- * (`McpServerChangedError`) rather than silently undoing the other.
+ * (`McpServerChangedError`) rather than silently undoing the other (the registry then applies
+ * its patch again, on what the other wrote).
  *
  * Limits: MAX_MCP_SERVERS_PER_TENANT servers; one server's stored document at most
  * MAX_MCP_DOCUMENT_BYTES compressed (the tool list dominates it: a few hundred tools with

@@ -340,38 +340,7 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
   // since it was read; and an empty slot lets a claimless commit through, so it must rest on a
   // read that a deletion's tombstone outlives
   if (!c.create) (c.claim === null ? checkRead : checkNotExpired)(c.head, at);
-  const withCalls = c.payload.calls && (c.payload.calls.records.length > 0 || c.payload.calls.dropped > 0);
-  // one compression stream for the whole turn (its parts share most of their words); each
-  // part's long strings go to blobs of its own, so a reader fetches only the blobs it needs
-  const payload = encodeParts(
-    { s: c.payload.state, h: c.payload.history, q: c.payload.request, ...responsePart(c.payload.response), ...(withCalls ? { c: c.payload.calls } : {}) },
-    { c: CALL_RESULT_INLINE_BYTES },
-  );
-  const newBlobs = new Map<string, string>();
-  for (const part of Object.values(payload.blobs)) {
-    for (const [hash, text] of part) if (!c.storedBlobs.has(hash)) newBlobs.set(hash, text);
-  }
-  let bytes = await writeBlobs(ctx, pk, newBlobs);
-
-  const record: Record<string, unknown> = {
-    pk,
-    sk: keys.turn(c.turn),
-    kind: 'turn',
-    turn: c.turn,
-    status: c.status,
-    created_at: iso(at),
-    committed_by: c.token,
-    z: payload.bytes,
-  };
-  if (c.keyHash) record.ik = c.keyHash;
-  if (c.fingerprint) record.fp = c.fingerprint;
-  for (const [part, hashes] of Object.entries(payload.blobs)) {
-    if (hashes.size > 0) record[`${part}b`] = [...hashes.keys()];
-  }
-  bytes += itemSize(record);
-  if (itemSize(record) > MAX_RECORD_BYTES) {
-    throw new EaselError('payload_too_large', `the turn is too large to store (${Math.ceil(itemSize(record) / 1024)} KB after compression)`);
-  }
+  const { record, bytes } = await writeTurnRecord(ctx, c, at);
   const ttl = Math.floor(at / 1000) + c.ttlSeconds;
   if (c.create) {
     await createWithRecord(ctx, c, record, ttl, at);
@@ -414,6 +383,47 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
     else await update();
   }
   return { bytes };
+}
+
+/**
+ * The record of turn `c.turn` as its commit writes it, after writing the blobs its long strings
+ * went to (those the session does not hold yet). Shared by every kind of commit.
+ */
+export async function writeTurnRecord(ctx: StoreContext, c: Pick<Commit, 'head' | 'turn' | 'token' | 'status' | 'payload' | 'keyHash' | 'fingerprint' | 'storedBlobs'>, at: number): Promise<{ record: Record<string, unknown>; bytes: number }> {
+  const pk = keys.session(c.head.tenant, c.head.id);
+  const withCalls = c.payload.calls && (c.payload.calls.records.length > 0 || c.payload.calls.dropped > 0);
+  // one compression stream for the whole turn (its parts share most of their words); each
+  // part's long strings go to blobs of its own, so a reader fetches only the blobs it needs
+  const payload = encodeParts(
+    { s: c.payload.state, h: c.payload.history, q: c.payload.request, ...responsePart(c.payload.response), ...(withCalls ? { c: c.payload.calls } : {}) },
+    { c: CALL_RESULT_INLINE_BYTES },
+  );
+  const newBlobs = new Map<string, string>();
+  for (const part of Object.values(payload.blobs)) {
+    for (const [hash, text] of part) if (!c.storedBlobs.has(hash)) newBlobs.set(hash, text);
+  }
+  let bytes = await writeBlobs(ctx, pk, newBlobs);
+
+  const record: Record<string, unknown> = {
+    pk,
+    sk: keys.turn(c.turn),
+    kind: 'turn',
+    turn: c.turn,
+    status: c.status,
+    created_at: iso(at),
+    committed_by: c.token,
+    z: payload.bytes,
+  };
+  if (c.keyHash) record.ik = c.keyHash;
+  if (c.fingerprint) record.fp = c.fingerprint;
+  for (const [part, hashes] of Object.entries(payload.blobs)) {
+    if (hashes.size > 0) record[`${part}b`] = [...hashes.keys()];
+  }
+  bytes += itemSize(record);
+  if (itemSize(record) > MAX_RECORD_BYTES) {
+    throw new EaselError('payload_too_large', `the turn is too large to store (${Math.ceil(itemSize(record) / 1024)} KB after compression)`);
+  }
+  return { record, bytes };
 }
 
 /**

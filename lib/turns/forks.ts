@@ -1,7 +1,7 @@
 /**
- * Forking a run: a new run whose state is the parent's after turn k, on the same pinned
- * version, linked to it (`forked_from`), numbered on from k (its next turn is k + 1), and
- * self-contained (lib/store/forks.ts). The parent is not changed. The fork's next turn may answer
+ * Forking a run: a new run whose state is the parent's after turn k, on the version turn k ran
+ * on (the parent's, unless it was migrated since), linked to it (`forked_from`), numbered on
+ * from k (its next turn is k + 1), and self-contained (lib/store/forks.ts). The parent is not changed. The fork's next turn may answer
  * the parent's pause at k differently: a run can go back to any committed turn and try again.
  *
  * With an Idempotency-Key the fork's id is derived from the key (and what it forks): a retry

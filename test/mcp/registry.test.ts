@@ -158,6 +158,20 @@ describe('McpRegistry', () => {
     await expect(registry.get(tenant, id)).rejects.toBeInstanceOf(NotFoundError);
   });
 
+  it('applies concurrent updates of one server each on top of the other, undoing none', async () => {
+    const { registry, tenant } = setup();
+    const made = await registry.create(tenant, { name: 'shared', url: URL_OK, server_type: 'sse' });
+    const id = made.server.id;
+    await Promise.all([
+      registry.update(tenant, id, { description: 'described' }),
+      registry.update(tenant, id, { name: 'renamed' }),
+      registry.update(tenant, id, { tools: { echo: false } }),
+    ]);
+    const [after] = (await registry.list(tenant, {})).items;
+    expect(after).toMatchObject({ id, description: 'described', name: 'renamed' });
+    expect((after?.variables.tools as Record<string, { enabled: boolean }>).echo?.enabled).toBe(false);
+  });
+
   it('lists with RAGFlow\u2019s filters, order and pages; exports references, never values', async () => {
     const { registry, tenant } = setup();
     const ids: string[] = [];

@@ -400,6 +400,7 @@ const validLooking: Record<string, fc.Arbitrary<unknown>> = {
     on_differ: maybe(mostly(fc.constantFrom('live', 'refuse'), str)),
     page_size: maybe(mostly(fc.integer({ min: 1, max: 25 }), junk)),
   }),
+  'POST /workflows/v1/workflows/{wf}/versions/{n}/migrate': rec({ runs: maybe(mostly(fc.array(mostly(ref('run'), str), { minLength: 1, maxLength: 3 }), junk)), all_paused: maybe(mostly(fc.constant(true), junk)), dry_run: maybe(mostly(fc.boolean(), junk)), limit: rarely(fc.oneof(fc.integer({ min: -1, max: 30 }), junk), 3), cursor: rarely(str, 4) }),
   'PUT /workflows/v1/secrets/{sname}': rec({ value: mostly(fc.string({ minLength: 1, maxLength: 40 }), fc.oneof(str, junk)) }),
   'POST /workflows/v1/keys': rec({ name: mostly(fc.string({ minLength: 1, maxLength: 20 }), str), scope: mostly(fc.constantFrom('admin', 'execute'), str), workflow_ids: maybe(mostly(fc.array(mostly(ref('wf'), str), { minLength: 1, maxLength: 3 }), junk)) }),
   'POST /api/v1/agents': rec({ title: mostly(fc.string({ minLength: 1, maxLength: 30 }), fc.oneof(str, junk)), description: maybe(text), dsl: mostly(fc.oneof(dsl, dsl.map((d) => JSON.stringify(d) ?? '')), str) }),

@@ -202,6 +202,8 @@ describe('another tenant', () => {
       { method: 'GET', path: '/workflows/v1/workflows/{id}/versions' },
       { method: 'POST', path: '/workflows/v1/workflows/{id}/versions', body: () => ({ dsl }) },
       { method: 'POST', path: '/workflows/v1/workflows/{id}/versions/1/activate' },
+      { method: 'POST', path: '/workflows/v1/workflows/{id}/versions/1/migrate', body: () => ({ all_paused: true, dry_run: true }) },
+      { method: 'POST', path: '/workflows/v1/workflows/{id}/versions/1/migrate', body: () => ({ runs: [A.run] }) },
       { method: 'POST', path: '/workflows/v1/workflows/{id}/execute', body: () => ({ run_input: { query: 'B asks' } }) },
       { method: 'POST', path: '/workflows/v1/workflows/{id}/execute?version=1', body: () => ({ run_input: { query: 'B asks' } }), headers: { accept: 'text/event-stream' } },
       { method: 'POST', path: '/workflows/v1/workflows/{id}/execute', body: () => ({ run_input: { query: 'B replays' } }), headers: { 'idempotency-key': A.idempotencyKey } },
@@ -251,6 +253,9 @@ describe('another tenant', () => {
       { method: 'POST', path: `/workflows/v1/workflows/${A.wf}/runs/{id}/pump-companions` },
       // A's runs in a replay of B's own workflow: unknown runs, as missing ones are
       { method: 'POST', path: `/workflows/v1/workflows/${B.wf}/replays`, body: (id) => ({ version: 1, runs: [id] }) },
+      // moving A's run onto B's workflow's version: a run of no workflow of B's, as a missing one
+      { method: 'POST', path: `/workflows/v1/workflows/${B.wf}/versions/1/migrate`, body: (id) => ({ runs: [id] }) },
+      { method: 'POST', path: `/workflows/v1/workflows/${B.wf}/versions/1/migrate`, body: (id) => ({ runs: [id], dry_run: true }) },
     ];
     for (const id of [A.run, A.run2, A.session]) for (const probe of runProbes) await indistinguishable(B.admin, probe, id);
     await indistinguishable(B.admin, { method: 'DELETE', path: '/workflows/v1/workflow-runs/{id}' }, A.run);
@@ -574,6 +579,8 @@ describe('an execute key', () => {
       ['POST', `/workflows/v1/workflows/${A.wf}/versions`, { dsl: v }],
       ['POST', `/workflows/v1/workflows/${A.wf2}/versions`, { dsl: v }],
       ['POST', `/workflows/v1/workflows/${A.wf}/versions/1/activate`],
+      ['POST', `/workflows/v1/workflows/${A.wf}/versions/1/migrate`, { runs: [A.run], dry_run: true }],
+      ['POST', `/workflows/v1/workflows/${A.wf}/versions/1/migrate`, { all_paused: true }],
       ['DELETE', `/workflows/v1/workflows/${A.wf}`],
       ['DELETE', `/workflows/v1/workflows/${A.wf2}`],
       ['POST', '/workflows/v1/keys', { name: 'escalate', scope: 'admin' }],

@@ -125,6 +125,7 @@ export const ROUTES: readonly Route[] = [
   { method: 'POST', path: '/workflows/v1/workflows/{wf}/versions', api: 'native', admin: true },
   { method: 'GET', path: '/workflows/v1/workflows/{wf}/versions', api: 'native' },
   { method: 'POST', path: '/workflows/v1/workflows/{wf}/versions/{n}/activate', api: 'native', admin: true },
+  { method: 'POST', path: '/workflows/v1/workflows/{wf}/versions/{n}/migrate', api: 'native', admin: true },
   { method: 'POST', path: '/workflows/v1/workflows/{wf}/execute', api: 'native' },
   { method: 'GET', path: '/workflows/v1/workflow-runs', api: 'native' },
   { method: 'GET', path: '/workflows/v1/workflow-runs/{run}', api: 'native' },

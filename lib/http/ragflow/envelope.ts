@@ -32,6 +32,7 @@ export const RAGFLOW_BY_CODE: Readonly<Record<ErrorCode, RagflowFailureCode>> = 
   form_link_expired: RAGFLOW.operation,
   form_link_used: RAGFLOW.operation,
   no_timer_armed: RAGFLOW.operation,
+  migration_refused: RAGFLOW.operation,
   payload_too_large: RAGFLOW.argument,
   invalid_inputs: RAGFLOW.argument,
   idempotency_mismatch: RAGFLOW.argument,
