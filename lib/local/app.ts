@@ -68,6 +68,8 @@ export function buildLocalApp(config: EaselConfig, options: { logger?: Logger; l
     // a turn aborted by a stop is given back: this queue, and any continuation, goes with the process
     const local = createInProcessQueue((records) => processBatch(queueDeps(runtime, { log, requeue: (message) => local.enqueue(message), onAbort: 'release' }), records));
     deps.enqueue = local.enqueue;
+    // and a run's queued inputs (double-texting) as the turns ahead of them commit
+    runtime.engine.enqueue = local.enqueue;
     queue = local;
   }
   const app = createApp(deps);
