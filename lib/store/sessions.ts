@@ -28,7 +28,7 @@ import { itemSize, readBlobs, writeBlobs } from './blobs';
 import { BLOB_THRESHOLD, decode, decodeParts, encodeParts } from './codec';
 import { sweepDeletedSession } from './deletion';
 import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
-import { LeaseLostError, NotFoundError, RunExistsError } from './errors';
+import { NotFoundError, RunExistsError } from './errors';
 import { commitPromoting, DEFAULT_INBOX_LIMITS, type Promoted, releasePromoting } from './inbox';
 import { keys, SESSION_HEAD_SK, TURN_PREFIX, turnFromSk } from './item-keys';
 import {
@@ -411,10 +411,11 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
       // the session was deleted meanwhile: the blobs just written must not outlive it
       if (old && isTombstone(old)) await sweepDeletedSession(ctx, pk);
       if (c.lease && c.claim && old && isClaimItem(old)) {
-        const refusal = leaseRefusal(old, c.claim.token, c.lease.owner);
-        // refused only for its inbox: the record goes in with the claim of the first queued input
+        // refused only for its inbox, the record goes in with the claim of the first queued input;
+        // refused for a lease that is someone else's, or a flag this commit does not answer, not
+        const ours = old.claim_token === c.claim.token && old.claim_owner === c.lease.owner;
         const flagged = typeof old.cancel_at === 'number' && !(c.lease.allowCancel && (c.lease.cancelAs === undefined || old.cancel_as === c.lease.cancelAs));
-        if (refusal instanceof LeaseLostError || flagged) throw refusal;
+        if (!ours || flagged) throw leaseRefusal(old, c.claim.token, c.lease.owner);
       }
       if (c.claim && old && isClaimItem(old) && old.claim_token === c.claim.token && Array.isArray(old.ibt) && attempt < 10) {
         const done = await commitPromoting(ctx, { record, condition: { ConditionExpression: condition.ConditionExpression.replace(INBOX_EMPTY, ''), ExpressionAttributeValues: condition.ExpressionAttributeValues }, old, holdMs: c.queueHoldMs ?? DEFAULT_QUEUE_HOLD_MS })

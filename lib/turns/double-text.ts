@@ -99,7 +99,7 @@ export async function whenBusy(engine: TurnEngine, request: TurnRequest, refusal
       ...(keyHash ? { keyRecord: { record: { key: keyHash, fingerprint, sessionId: runId, token: entry.token, createdAt: now(engine) }, replacing } } : {}),
       seen: { turn: error.currentTurn, status: error.status },
     });
-    if ('queued' in outcome) throw new TurnQueued(runId, outcome.queued.turn, 'queued', claim.turn, entry.token, onBusy.strategy);
+    if ('queued' in outcome) throw new TurnQueued(runId, outcome.queued.turn, 'queued', claim.turn, entry.token);
     if ('moved' in outcome) return 'again';
     if ('again' in outcome) {
       claim = outcome.again;

@@ -8,7 +8,6 @@ import { TurnInProgressError } from '../store/errors';
 import type { IdempotencyRecord } from '../store/idempotency';
 import { turnCommittedBy } from '../store/inbox';
 import { getHead, getTurn } from '../store/sessions';
-import type { OnBusyStrategy } from './on-busy';
 import type { TurnResponse } from './response';
 import type { TurnEngine, TurnResult } from './turn-engine';
 
@@ -26,14 +25,13 @@ export class TurnQueued extends EaselError {
     readonly from: number,
     /** The claim token its turn is committed under: how a waiter finds it. */
     readonly token: string,
-    readonly onBusy?: OnBusyStrategy,
   ) {
     super('turn_queued', state === 'queued' ? `the input is queued as turn ${turn}` : `turn ${turn} is running in a worker`);
   }
 
-  /** The 202 body. */
+  /** The 202 body: the same for a retry with the request's Idempotency-Key while the input waits. */
   body(): Record<string, unknown> {
-    return { run_id: this.runId, turn_number: this.turn, status: this.state, ...(this.onBusy ? { on_busy: this.onBusy } : {}) };
+    return { run_id: this.runId, turn_number: this.turn, status: this.state };
   }
 }
 

@@ -21,7 +21,7 @@ import { feedStream, frame, SSE_HEADERS, startStreamedTurn } from '../sse';
 
 const errorJson = (description: string) => ({ description, content: { 'application/json': { schema: ErrorSchema } } });
 const QueuedSchema = z
-  .object({ run_id: z.string(), turn_number: z.number().int(), status: z.enum(['running', 'queued']), on_busy: z.string().optional() })
+  .object({ run_id: z.string(), turn_number: z.number().int(), status: z.enum(['running', 'queued']) })
   .openapi('TurnAccepted');
 
 export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimits): void {
@@ -43,7 +43,7 @@ export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimit
           content: { 'application/json': { schema: TurnResponseSchema }, 'text/event-stream': { schema: z.string() } },
         },
         202: {
-          description: '`Prefer: respond-async`, a stop that met an async turn, or an input queued by `on_busy`: `{run_id, turn_number, status: "running" | "queued", on_busy?}` (the turn in flight, or the turn the queued input becomes)',
+          description: '`Prefer: respond-async`, a stop that met an async turn, or an input queued by `on_busy`: `{run_id, turn_number, status: "running" | "queued"}` (the turn in flight, or the turn the queued input becomes)',
           content: { 'application/json': { schema: QueuedSchema } },
         },
         400: errorJson('invalid request'),

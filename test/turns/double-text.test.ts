@@ -1,0 +1,167 @@
+/**
+ * Double-texting over HTTP: for every on_busy strategy, a scripted race — a turn whose model the
+ * test holds, a second message while it runs, then the model let go — on synchronous and async
+ * turns, ends in the documented state: the turns the run committed, their statuses, what the
+ * model was asked, and the run's conversation, with no message lost or doubled. The tests follow
+ * the order of events (the model holds its answer until the test opens its gate; the in-process
+ * queue is waited on until it has nothing in hand), never the clock.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createInProcessQueue } from '../../lib/local/in-process-queue';
+import { SsrfGuard } from '../../lib/outbound/ssrf';
+import { loadSession } from '../../lib/store/sessions';
+import { processBatch } from '../../lib/turns/queue';
+import { graph } from '../helpers/dsl-builder';
+import { newWorkflow, testEngine } from '../helpers/engine';
+import { gate } from '../helpers/gate';
+import { type Served, serveApp } from '../helpers/http';
+import { OpenAiServer } from '../llm/openai-server';
+
+/** Two model calls a turn: a thought (no history), then the answer (with the conversation). */
+const CHAT = graph({
+  begin: ['Begin', { mode: 'conversational' }, ['LLM:Think']],
+  'LLM:Think': ['LLM', { llm_id: 'writer@Local', sys_prompt: 'Think.', prompts: [{ role: 'user', content: 'think about {sys.query}' }], message_history_window_size: 0 }, ['LLM:Answer']],
+  'LLM:Answer': ['LLM', { llm_id: 'writer@Local', sys_prompt: 'Answer.', prompts: [{ role: 'user', content: '{sys.query}' }], message_history_window_size: 10 }, ['Message:Out']],
+  'Message:Out': ['Message', { content: ['{LLM:Answer@content}'] }],
+});
+
+let model: OpenAiServer;
+let api: Served;
+let queue: ReturnType<typeof createInProcessQueue>;
+let engine: ReturnType<typeof testEngine>;
+
+beforeAll(async () => {
+  model = await OpenAiServer.start();
+  model.respond = (body) => {
+    const last = body.messages.at(-1)?.content ?? '';
+    const thought = /^think about (.*)$/.exec(last);
+    return { kind: 'text', text: thought ? `thought ${thought[1]}` : `answer to ${last}`, chunks: 2 };
+  };
+  engine = testEngine({ openaiUrl: model.url });
+  queue = createInProcessQueue((records) => processBatch({ engine, guard: new SsrfGuard() }, records));
+  engine.enqueue = queue.enqueue;
+  api = await serveApp(engine, { enqueue: queue.enqueue });
+});
+afterAll(async () => {
+  await api.close();
+  await model.close();
+});
+
+type Mode = 'sync' | 'async';
+type Turn = { turn_number: number; status: string; request: { run_input: { query?: string } }; response: { events: { event: string; data: Record<string, unknown> }[]; side_effects?: unknown[]; error?: unknown } };
+
+const execute = (workflowId: string, body: Record<string, unknown>, mode: Mode = 'sync') =>
+  api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body, ...(mode === 'async' ? { headers: { prefer: 'respond-async' } } : {}) });
+
+/** Turns of the run, in order. */
+async function turnsOf(runId: string): Promise<Turn[]> {
+  return (await api.call('GET', `/workflows/v1/workflow-runs/${runId}/turns?limit=100`)).json.items as Turn[];
+}
+
+/** The run's conversation as its committed turns hold it (what the next model call is given). */
+async function historyOf(runId: string): Promise<string[]> {
+  const loaded = await loadSession(engine.store, api.tenant, runId, 50);
+  return (loaded.history as [string, string][]).map(([role, content]) => `${role}: ${content}`);
+}
+
+/** The model calls made since `since`, by what they asked. */
+const asked = (since: number) => model.requests.slice(since).map((r) => r.body.messages.at(-1)?.content);
+
+/**
+ * A run with one exchange (`zero`), then turn 2 (`one`, sync or async) held in its first model
+ * call, and `two` sent meanwhile with `onBusy`; then the model let go and every queued turn run.
+ */
+async function race(mode: Mode, onBusy: unknown) {
+  const workflowId = await newWorkflow(engine, api.tenant, CHAT);
+  const first = await execute(workflowId, { run_input: { query: 'zero' } });
+  expect(first.status, first.text).toBe(200);
+  const runId = first.json.run_id as string;
+  const since = model.calls;
+  const release = gate();
+  model.enqueue({ kind: 'text', text: 'thought one', chunks: 2, until: release.opened });
+  const one = execute(workflowId, { run_id: runId, turn_number: 1, run_input: { query: 'one' } }, mode);
+  await model.arrived(since + 1);
+  const two = await execute(workflowId, { run_id: runId, turn_number: 1, run_input: { query: 'two' }, ...(onBusy === undefined ? {} : { on_busy: onBusy }) });
+  const meanwhile = (await api.call('GET', `/workflows/v1/workflow-runs/${runId}`)).json;
+  release.open();
+  const oneAnswer = await one;
+  await queue.idle();
+  return { runId, since, one: oneAnswer, two, meanwhile, turns: await turnsOf(runId), history: await historyOf(runId) };
+}
+
+const BEFORE = ['user: zero', 'assistant: answer to zero'];
+
+describe('on_busy: a second message while a turn runs', () => {
+  it.each<Mode>(['sync', 'async'])('reject (the default) against a %s turn: 409, and the second message is nowhere', async (mode) => {
+    const r = await race(mode, undefined);
+    expect([r.two.status, r.two.json.code, r.two.json.current_turn_number]).toEqual([409, 'turn_in_progress', 1]);
+    expect(r.turns.map((t) => [t.turn_number, t.status, t.request.run_input.query])).toEqual([[1, 'completed', 'zero'], [2, 'completed', 'one']]);
+    expect(r.history).toEqual([...BEFORE, 'user: one', 'assistant: answer to one']);
+    expect(asked(r.since)).toEqual(['think about one', 'one']);
+  });
+
+  it.each<Mode>(['sync', 'async'])('enqueue against a %s turn: 202 with the turn it becomes, which runs on top once the turn ahead commits', async (mode) => {
+    const r = await race(mode, 'enqueue');
+    expect(r.two.status, r.two.text).toBe(202);
+    expect(r.two.json).toEqual({ run_id: r.runId, turn_number: 3, status: 'queued' });
+    expect(r.two.headers.get('location')).toBe(`/workflows/v1/workflow-runs/${r.runId}`);
+    expect(r.meanwhile).toMatchObject({ status: 'running', turn_number: 1, turn_in_progress: 2, queued_turns: 1 });
+    expect(r.turns.map((t) => [t.turn_number, t.status, t.request.run_input.query])).toEqual([[1, 'completed', 'zero'], [2, 'completed', 'one'], [3, 'completed', 'two']]);
+    expect(r.history).toEqual([...BEFORE, 'user: one', 'assistant: answer to one', 'user: two', 'assistant: answer to two']);
+    expect(asked(r.since)).toEqual(['think about one', 'one', 'think about two', 'two']);
+    // the queued turn saw the conversation with the turn ahead of it in it
+    const answerTwo = model.requests.at(-1)?.body.messages.map((m) => m.content);
+    expect(answerTwo).toEqual(expect.arrayContaining(['one', 'answer to one', 'two']));
+    const run = (await api.call('GET', `/workflows/v1/workflow-runs/${r.runId}`)).json;
+    expect(run).toMatchObject({ status: 'completed', turn_number: 3, turn_in_progress: null, queued_turns: 0 });
+  });
+
+  it('interrupt against an async turn: it stops at its next checkpoint as interrupted, and the new input runs on top', async () => {
+    const r = await race('async', 'interrupt');
+    expect(r.two.status, r.two.text).toBe(202);
+    expect(r.two.json).toEqual({ run_id: r.runId, turn_number: 3, status: 'queued' });
+    expect(r.turns.map((t) => [t.turn_number, t.status, t.request.run_input.query])).toEqual([[1, 'completed', 'zero'], [2, 'interrupted', 'one'], [3, 'completed', 'two']]);
+    const interrupted = r.turns[1] as Turn;
+    expect(interrupted.response.events.at(-1)?.event).toBe('workflow_interrupted');
+    // the batch in flight (Think) finished; nothing after it ran
+    expect(interrupted.response.events.filter((e) => e.event === 'node_finished').map((e) => e.data.component_id)).toEqual(['begin', 'LLM:Think']);
+    expect(asked(r.since)).toEqual(['think about one', 'think about two', 'two']);
+    // the interrupted input is in the conversation, unanswered; the new one after it
+    expect(r.history).toEqual([...BEFORE, 'user: one', 'user: two', 'assistant: answer to two']);
+    expect((await api.call('GET', `/workflows/v1/workflow-runs/${r.runId}`)).json).toMatchObject({ status: 'completed', is_terminal: false });
+  });
+
+  it('rollback against an async turn: it is discarded as rolled_back, listing the calls it made, and the new input runs on the state before it', async () => {
+    const r = await race('async', 'rollback');
+    expect(r.two.status, r.two.text).toBe(202);
+    expect(r.two.json).toEqual({ run_id: r.runId, turn_number: 3, status: 'queued' });
+    expect(r.turns.map((t) => [t.turn_number, t.status, t.request.run_input.query])).toEqual([[1, 'completed', 'zero'], [2, 'rolled_back', 'one'], [3, 'completed', 'two']]);
+    const rolledBack = r.turns[1] as Turn;
+    expect(rolledBack.response.events).toEqual([]);
+    expect(rolledBack.response.side_effects).toEqual([{ component_id: 'LLM:Think', kind: 'model', name: expect.any(String), ordinal: 0, path: [], status: 'ok' }]);
+    // its call records are kept with it
+    const calls = (await api.call('GET', `/workflows/v1/workflow-runs/${r.runId}/turns/2`)).json.calls;
+    expect(calls.records.map((c: { component_id: string }) => c.component_id)).toEqual(['LLM:Think']);
+    expect(asked(r.since)).toEqual(['think about one', 'think about two', 'two']);
+    // neither the rolled-back input nor any answer to it: the new input ran on the state before it
+    expect(r.history).toEqual([...BEFORE, 'user: two', 'assistant: answer to two']);
+    const answerTwo = model.requests.at(-1)?.body.messages.map((m) => m.content) ?? [];
+    expect(answerTwo).not.toContain('one');
+    expect(answerTwo).toEqual(expect.arrayContaining(['zero', 'answer to zero', 'two']));
+  });
+
+  it.each([['interrupt'], ['rollback']])('%s against a sync turn answers as reject does, or queues with if_sync: enqueue', async (strategy) => {
+    const refused = await race('sync', strategy);
+    expect([refused.two.status, refused.two.json.code]).toEqual([409, 'turn_in_progress']);
+    expect(refused.turns.map((t) => [t.turn_number, t.status])).toEqual([[1, 'completed'], [2, 'completed']]);
+    expect(refused.history).toEqual([...BEFORE, 'user: one', 'assistant: answer to one']);
+
+    const queued = await race('sync', { strategy, if_sync: 'enqueue' });
+    expect(queued.two.status, queued.two.text).toBe(202);
+    expect(queued.two.json).toEqual({ run_id: queued.runId, turn_number: 3, status: 'queued' });
+    // the sync turn kept its round trip: it committed whole, and the input ran after it
+    expect(queued.one.json).toMatchObject({ status: 'completed', turn_number: 2 });
+    expect(queued.turns.map((t) => [t.turn_number, t.status])).toEqual([[1, 'completed'], [2, 'completed'], [3, 'completed']]);
+    expect(queued.history).toEqual([...BEFORE, 'user: one', 'assistant: answer to one', 'user: two', 'assistant: answer to two']);
+  });
+});
