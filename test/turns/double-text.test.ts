@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInProcessQueue } from '../../lib/local/in-process-queue';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
-import { loadSession } from '../../lib/store/sessions';
+import { getHead, loadSession } from '../../lib/store/sessions';
 import { processBatch } from '../../lib/turns/queue';
 import { graph } from '../helpers/dsl-builder';
 import { newWorkflow, testEngine } from '../helpers/engine';
@@ -91,6 +91,11 @@ async function race(mode: Mode, onBusy: unknown) {
 
 const BEFORE = ['user: zero', 'assistant: answer to zero'];
 
+/** Resolves once `count` inputs wait in the run's inbox (the store is asked again as soon as it answers). */
+async function untilQueued(runId: string, count: number): Promise<void> {
+  while (((await getHead(engine.store, api.tenant, runId)).claim?.inbox?.length ?? 0) < count) await new Promise((resolve) => setImmediate(resolve));
+}
+
 describe('on_busy: a second message while a turn runs', () => {
   it.each<Mode>(['sync', 'async'])('reject (the default) against a %s turn: 409, and the second message is nowhere', async (mode) => {
     const r = await race(mode, undefined);
@@ -163,5 +168,86 @@ describe('on_busy: a second message while a turn runs', () => {
     expect(queued.one.json).toMatchObject({ status: 'completed', turn_number: 2 });
     expect(queued.turns.map((t) => [t.turn_number, t.status])).toEqual([[1, 'completed'], [2, 'completed'], [3, 'completed']]);
     expect(queued.history).toEqual([...BEFORE, 'user: one', 'assistant: answer to one', 'user: two', 'assistant: answer to two']);
+  });
+});
+
+describe('the workflow setting', () => {
+  const create = (onBusy?: unknown) => api.call('POST', '/workflows/v1/workflows', { body: { name: 'chat', dsl: CHAT, ...(onBusy === undefined ? {} : { on_busy: onBusy }) } });
+
+  it('is set at creation and by PATCH, shown with the workflow, refused when malformed, and not part of the DSL', async () => {
+    const plain = await create();
+    expect(plain.json.on_busy).toEqual({ strategy: 'reject', if_sync: 'reject' });
+    const created = await create('enqueue');
+    expect(created.status, created.text).toBe(201);
+    const id = created.json.id as string;
+    expect(created.json.on_busy).toEqual({ strategy: 'enqueue', if_sync: 'reject' });
+    const patched = await api.call('PATCH', `/workflows/v1/workflows/${id}`, { body: { on_busy: { strategy: 'interrupt', if_sync: 'enqueue' } } });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.json).toMatchObject({ id, name: 'chat', version: 1, on_busy: { strategy: 'interrupt', if_sync: 'enqueue' } });
+    expect((await api.call('GET', `/workflows/v1/workflows/${id}`)).json.on_busy).toEqual({ strategy: 'interrupt', if_sync: 'enqueue' });
+    const renamed = await api.call('PATCH', `/workflows/v1/workflows/${id}`, { body: { name: 'renamed' } });
+    expect(renamed.json).toMatchObject({ name: 'renamed', on_busy: { strategy: 'interrupt', if_sync: 'enqueue' } });
+
+    const wrong = await api.call('PATCH', `/workflows/v1/workflows/${id}`, { body: { on_busy: 'later' } });
+    expect([wrong.status, wrong.json.code, wrong.json.field]).toEqual([400, 'invalid_request', 'on_busy']);
+    const unknown = await api.call('PATCH', `/workflows/v1/workflows/${id}`, { body: { on_busy: { strategy: 'enqueue', when: 'never' } } });
+    expect([unknown.status, unknown.json.code]).toEqual([400, 'invalid_request']);
+    expect(unknown.json.field).toMatch(/^on_busy/);
+    const execute = await api.call('POST', `/workflows/v1/workflows/${id}/execute`, { body: { run_input: { query: 'x' }, on_busy: { strategy: 'rollback', if_sync: 'sometimes' } } });
+    expect([execute.status, execute.json.code]).toEqual([400, 'invalid_request']);
+    expect(execute.json.field).toMatch(/^on_busy/);
+    // RAGFlow's view of the agent: the DSL as imported, without the setting
+    const agent = await api.call('GET', `/api/v1/agents/${id}`);
+    expect(JSON.stringify(agent.json.data.dsl)).not.toContain('on_busy');
+  });
+
+  it('decides when the request says nothing, and a request overrides it', async () => {
+    const id = (await create('enqueue')).json.id as string;
+    const first = await execute(id, { run_input: { query: 'zero' } });
+    const runId = first.json.run_id as string;
+    const since = model.calls;
+    const release = gate();
+    model.enqueue({ kind: 'text', text: 'thought one', until: release.opened });
+    const one = execute(id, { run_id: runId, run_input: { query: 'one' } });
+    await model.arrived(since + 1);
+    const overridden = await execute(id, { run_id: runId, run_input: { query: 'not now' }, on_busy: 'reject' });
+    expect([overridden.status, overridden.json.code]).toEqual([409, 'turn_in_progress']);
+    const queued = await execute(id, { run_id: runId, run_input: { query: 'two' } });
+    expect([queued.status, queued.json.turn_number]).toEqual([202, 3]);
+    release.open();
+    await one;
+    await queue.idle();
+    expect(await historyOf(runId)).toEqual([...BEFORE, 'user: one', 'assistant: answer to one', 'user: two', 'assistant: answer to two']);
+  });
+
+  it("RAGFlow's completions take the workflow's setting: a message queued behind the turn in flight is answered once its own turn ran", async () => {
+    const id = (await create('enqueue')).json.id as string;
+    const session = (await api.call('POST', `/api/v1/agents/${id}/sessions`, { body: {} })).json.data.id as string;
+    const complete = (question: string, stream = false) => api.call('POST', `/api/v1/agents/${id}/completions`, { body: { question, session_id: session, stream } });
+    const openai = (content: string) => api.call('POST', `/api/v1/agents_openai/${id}/chat/completions`, { body: { messages: [{ role: 'user', content }], session_id: session } });
+    const zero = await complete('zero');
+    expect(zero.json.data?.data?.content, zero.text).toBe('answer to zero');
+    for (const [second, answerOf] of [
+      [() => complete('two'), (r: Awaited<ReturnType<typeof complete>>) => r.json.data.data.content],
+      [() => complete('two', true), (r: Awaited<ReturnType<typeof complete>>) => r.text.split('\n\n').filter((f) => f.startsWith('data:{')).map((f) => JSON.parse(f.slice(5))).filter((f) => f.event === 'message').map((f) => f.data.content).join('')],
+      [() => openai('two'), (r: Awaited<ReturnType<typeof complete>>) => r.json.choices[0].message.content],
+    ] as const) {
+      const since = model.calls;
+      const release = gate();
+      model.enqueue({ kind: 'text', text: 'thought one', until: release.opened });
+      const one = complete('one');
+      await model.arrived(since + 1);
+      const two = second();
+      // the second message is queued behind the held turn, and its request waits for its own turn
+      await untilQueued(session, 1);
+      release.open();
+      expect((await one).json.data.data.content).toBe('answer to one');
+      const answered = await two;
+      expect(answered.status, answered.text).toBe(200);
+      expect(answerOf(answered)).toBe('answer to two');
+      expect(asked(since)).toEqual(['think about one', 'one', 'think about two', 'two']);
+    }
+    const history = await historyOf(session);
+    expect(history).toEqual(['user: zero', 'assistant: answer to zero', ...Array.from({ length: 3 }, () => ['user: one', 'assistant: answer to one', 'user: two', 'assistant: answer to two']).flat()]);
   });
 });
