@@ -6,6 +6,7 @@
  * the order of events (the model holds its answer until the test opens its gate; the in-process
  * queue is waited on until it has nothing in hand), never the clock.
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInProcessQueue } from '../../lib/local/in-process-queue';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
@@ -48,10 +49,10 @@ afterAll(async () => {
 });
 
 type Mode = 'sync' | 'async';
-type Turn = { turn_number: number; status: string; request: { run_input: { query?: string } }; response: { events: { event: string; data: Record<string, unknown> }[]; side_effects?: unknown[]; error?: unknown } };
+type Turn = { turn_number: number; status: string; request: { run_input: { query?: string }; actor?: { kind: string; id: string } }; response: { events: { event: string; data: Record<string, unknown> }[]; side_effects?: unknown[]; error?: unknown } };
 
-const execute = (workflowId: string, body: Record<string, unknown>, mode: Mode = 'sync') =>
-  api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body, ...(mode === 'async' ? { headers: { prefer: 'respond-async' } } : {}) });
+const execute = (workflowId: string, body: Record<string, unknown>, mode: Mode = 'sync', key?: string) =>
+  api.call('POST', `/workflows/v1/workflows/${workflowId}/execute`, { body, headers: { ...(mode === 'async' ? { prefer: 'respond-async' } : {}), ...(key ? { 'idempotency-key': key } : {}) } });
 
 /** Turns of the run, in order. */
 async function turnsOf(runId: string): Promise<Turn[]> {
@@ -71,7 +72,7 @@ const asked = (since: number) => model.requests.slice(since).map((r) => r.body.m
  * A run with one exchange (`zero`), then turn 2 (`one`, sync or async) held in its first model
  * call, and `two` sent meanwhile with `onBusy`; then the model let go and every queued turn run.
  */
-async function race(mode: Mode, onBusy: unknown) {
+async function race(mode: Mode, onBusy: unknown, key?: string) {
   const workflowId = await newWorkflow(engine, api.tenant, CHAT);
   const first = await execute(workflowId, { run_input: { query: 'zero' } });
   expect(first.status, first.text).toBe(200);
@@ -81,12 +82,16 @@ async function race(mode: Mode, onBusy: unknown) {
   model.enqueue({ kind: 'text', text: 'thought one', chunks: 2, until: release.opened });
   const one = execute(workflowId, { run_id: runId, turn_number: 1, run_input: { query: 'one' } }, mode);
   await model.arrived(since + 1);
-  const two = await execute(workflowId, { run_id: runId, turn_number: 1, run_input: { query: 'two' }, ...(onBusy === undefined ? {} : { on_busy: onBusy }) });
+  const twoBody = { run_id: runId, turn_number: 1, run_input: { query: 'two' }, ...(onBusy === undefined ? {} : { on_busy: onBusy }) };
+  const two = await execute(workflowId, twoBody, 'sync', key);
+  // a retry with the request's key while its input waits: the same answer, nothing queued twice
+  const retried = key ? await execute(workflowId, twoBody, 'sync', key) : undefined;
   const meanwhile = (await api.call('GET', `/workflows/v1/workflow-runs/${runId}`)).json;
   release.open();
   const oneAnswer = await one;
   await queue.idle();
-  return { runId, since, one: oneAnswer, two, meanwhile, turns: await turnsOf(runId), history: await historyOf(runId) };
+  const retriedAfter = key ? await execute(workflowId, twoBody, 'sync', key) : undefined;
+  return { runId, since, one: oneAnswer, two, retried, retriedAfter, meanwhile, turns: await turnsOf(runId), history: await historyOf(runId) };
 }
 
 const BEFORE = ['user: zero', 'assistant: answer to zero'];
@@ -119,11 +124,17 @@ describe('on_busy: a second message while a turn runs', () => {
     expect(answerTwo).toEqual(expect.arrayContaining(['one', 'answer to one', 'two']));
     const run = (await api.call('GET', `/workflows/v1/workflow-runs/${r.runId}`)).json;
     expect(run).toMatchObject({ status: 'completed', turn_number: 3, turn_in_progress: null, queued_turns: 0 });
+    // who acted: the queued turn names the key that sent it, as the turns sent directly do
+    const actors = r.turns.map((t) => t.request.actor);
+    expect(actors[2]).toEqual(actors[0]);
+    expect(actors[2]?.kind).toBe('admin_key');
   });
 
   it('interrupt against an async turn: it stops at its next checkpoint as interrupted, and the new input runs on top', async () => {
-    const r = await race('async', 'interrupt');
+    const r = await race('async', 'interrupt', randomUUID());
     expect(r.two.status, r.two.text).toBe(202);
+    expect([r.retried?.status, r.retried?.text]).toEqual([202, r.two.text]);
+    expect(r.meanwhile).toMatchObject({ queued_turns: 1 });
     expect(r.two.json).toEqual({ run_id: r.runId, turn_number: 3, status: 'queued' });
     expect(r.turns.map((t) => [t.turn_number, t.status, t.request.run_input.query])).toEqual([[1, 'completed', 'zero'], [2, 'interrupted', 'one'], [3, 'completed', 'two']]);
     const interrupted = r.turns[1] as Turn;
@@ -134,11 +145,16 @@ describe('on_busy: a second message while a turn runs', () => {
     // the interrupted input is in the conversation, unanswered; the new one after it
     expect(r.history).toEqual([...BEFORE, 'user: one', 'user: two', 'assistant: answer to two']);
     expect((await api.call('GET', `/workflows/v1/workflow-runs/${r.runId}`)).json).toMatchObject({ status: 'completed', is_terminal: false });
+    // once run, a retry gets the queued input's own turn, as stored
+    const stored = await api.call('GET', `/workflows/v1/workflow-runs/${r.runId}/turns/3`);
+    expect([r.retriedAfter?.status, r.retriedAfter?.json]).toEqual([200, stored.json.response]);
   });
 
   it('rollback against an async turn: it is discarded as rolled_back, listing the calls it made, and the new input runs on the state before it', async () => {
-    const r = await race('async', 'rollback');
+    const r = await race('async', 'rollback', randomUUID());
     expect(r.two.status, r.two.text).toBe(202);
+    expect([r.retried?.status, r.retried?.text]).toEqual([202, r.two.text]);
+    expect(r.meanwhile).toMatchObject({ queued_turns: 1 });
     expect(r.two.json).toEqual({ run_id: r.runId, turn_number: 3, status: 'queued' });
     expect(r.turns.map((t) => [t.turn_number, t.status, t.request.run_input.query])).toEqual([[1, 'completed', 'zero'], [2, 'rolled_back', 'one'], [3, 'completed', 'two']]);
     const rolledBack = r.turns[1] as Turn;
@@ -153,6 +169,8 @@ describe('on_busy: a second message while a turn runs', () => {
     const answerTwo = model.requests.at(-1)?.body.messages.map((m) => m.content) ?? [];
     expect(answerTwo).not.toContain('one');
     expect(answerTwo).toEqual(expect.arrayContaining(['zero', 'answer to zero', 'two']));
+    expect(r.retriedAfter?.status).toBe(200);
+    expect(r.retriedAfter?.json).toMatchObject({ turn_number: 3, status: 'completed' });
   });
 
   it.each([['interrupt'], ['rollback']])('%s against a sync turn answers as reject does, or queues with if_sync: enqueue', async (strategy) => {
