@@ -101,10 +101,11 @@ export async function acquireLease(ctx: StoreContext, lease: Lease, times: Lease
 }
 
 /**
- * Extends the lease (a heartbeat while a batch runs long). Returns whether a stop is pending;
+ * Extends the lease (a heartbeat while a batch runs long). Returns whether a stop (or, with
+ * `cancelAs`, a newer input's interrupt or rollback) is pending;
  * LeaseLostError when the lease is no longer this worker's.
  */
-export async function renewLease(ctx: StoreContext, lease: Lease, times: LeaseTimes): Promise<{ cancelRequested: boolean; mode: CancelMode }> {
+export async function renewLease(ctx: StoreContext, lease: Lease, times: LeaseTimes): Promise<{ cancelRequested: boolean; cancelAs?: Exclude<CancelMode, 'cancelled'> }> {
   const at = now(ctx);
   const hold = at + times.holdMs;
   try {
@@ -121,7 +122,10 @@ export async function renewLease(ctx: StoreContext, lease: Lease, times: LeaseTi
       })),
     );
     reportCapacity(ctx, 'lease', 'write', out.ConsumedCapacity);
-    return { cancelRequested: typeof out.Attributes?.cancel_at === 'number', mode: cancelModeOf(out.Attributes ?? {}) };
+    const requested = typeof out.Attributes?.cancel_at === 'number';
+    const mode = cancelModeOf(out.Attributes ?? {});
+    // a newer input's interrupt or rollback, rather than a stop
+    return { cancelRequested: requested, ...(requested && mode !== 'cancelled' ? { cancelAs: mode } : {}) };
   } catch (error) {
     if (error instanceof ConditionFailed) throw new LeaseLostError();
     throw error;

@@ -196,7 +196,7 @@ async function runClaimed(
   const heartbeat = setInterval(() => {
     renewLease(store, lease, times).then(
       (r) => {
-        if (r.cancelRequested) cancel = r.mode;
+        if (r.cancelRequested) cancel = r.cancelAs ?? 'cancelled';
       },
       (error: unknown) => {
         if (error instanceof LeaseLostError) lost = true;
@@ -304,11 +304,11 @@ async function runClaimed(
   }
 
   // every call the turn made happened, whatever becomes of the turn: a rollback lists them
-  const unapplied = { before: prepared, calls: canvas.lastTurnCalls, usage: canvas.lastTurnUsage, storedBlobs, holdMs };
+  const unapplied = { calls: canvas.lastTurnCalls, usage: canvas.lastTurnUsage, storedBlobs, holdMs };
   let result: TurnResult;
   try {
     result = cancel === 'rolled_back'
-      ? await commitUnapplied(engine, own, claim, { owner }, { ...unapplied, status: 'rolled_back' })
+      ? await commitUnapplied(engine, { ...own, runId: request.runId }, claim, { owner }, { ...unapplied, status: 'rolled_back' })
       : await commitCanvas(engine, own, { ...prepared, canvas }, claim, progress.events, {
         lease: { owner, allowCancel: canvas.status === 'cancelled' || canvas.status === 'interrupted', ...(canvas.status === 'interrupted' ? { cancelAs: 'interrupted' as const } : {}) },
         storedBlobs,
@@ -338,8 +338,8 @@ async function commitFlagged(
   let mode = first;
   for (let attempt = 0; ; attempt++) {
     try {
-      if (mode === 'rolled_back') return await commitUnapplied(engine, request, claim, { owner: lease.owner }, { ...unapplied, status: 'rolled_back' });
-      return await commitStopped(engine, request, lease, claim, mode, unapplied.storedBlobs);
+      if (mode === 'rolled_back') return await commitUnapplied(engine, { ...request, runId: lease.id }, claim, { owner: lease.owner }, { ...unapplied, status: 'rolled_back' });
+      return await commitStopped(engine, request, lease, claim, mode, unapplied.storedBlobs ?? new Set<string>());
     } catch (error) {
       if (!(error instanceof CancelRequestedError) || error.mode === mode || attempt >= 3) throw error;
       mode = error.mode;

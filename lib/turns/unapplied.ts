@@ -15,7 +15,7 @@ import { sendPromoted } from './double-text';
 import { runOf } from './execute';
 import { countTurn } from './quotas';
 import type { SideEffect, TurnResponse } from './response';
-import { ttlOf, type Prepared, type TurnEngine, type TurnRequest, type TurnResult } from './turn-engine';
+import { ttlOf, type TurnEngine, type TurnRequest, type TurnResult } from './turn-engine';
 import { normalizedRequest } from './turn-keys';
 
 /** What a queued input's turn may be refused for when it comes: each of these commits it as `rejected`. */
@@ -26,25 +26,27 @@ export function isRefusal(error: unknown): error is EaselError {
 }
 
 export interface Unapplied {
-  /** The run as it was before the turn. */
-  before: Pick<Prepared, 'head' | 'loaded' | 'workflow'>;
   status: 'rolled_back' | 'rejected';
   /** A rolled-back turn's calls: they are listed, and kept in its record. */
   calls?: { records: readonly CallRecord[]; dropped: number };
   usage?: TurnUsage;
   /** Why a queued input was rejected. */
   error?: { code: string; message: string };
-  storedBlobs: ReadonlySet<string>;
+  /** Blobs the session holds beyond its committed turns' (an async turn's checkpoints'). */
+  storedBlobs?: ReadonlySet<string>;
   /** How long the claim of the next queued input waits for its worker. */
   holdMs: number;
 }
 
 /**
  * Commits turn `claim.turn` with the run's state as it was before it (fenced by the worker's
- * lease; a rollback only while the rollback is still what is asked of it).
+ * lease; a rollback only while the rollback is still what is asked of it). The state is read
+ * again from the last committed turn: the canvas that ran the turn changed its copy.
  */
-export async function commitUnapplied(engine: TurnEngine, request: TurnRequest, claim: Claim, lease: { owner: string }, u: Unapplied): Promise<TurnResult> {
-  const { head, loaded, workflow } = u.before;
+export async function commitUnapplied(engine: TurnEngine, request: TurnRequest & { runId: string }, claim: Claim, lease: { owner: string }, u: Unapplied): Promise<TurnResult> {
+  const loaded = await loadSession(engine.store, request.tenant, request.runId, 0);
+  const { head } = loaded;
+  const workflow = await compiled(engine, request.tenant, head.workflowId, head.version);
   const options = canvasOptions(engine, head.id, head.tenant, head.dialect);
   const canvas = loaded?.latest ? Canvas.restore(workflow, withHistory(loaded.latest.state, [], workflow), options) : Canvas.create(workflow, options);
   const state = canvas.serialize();
@@ -91,7 +93,7 @@ export async function commitUnapplied(engine: TurnEngine, request: TurnRequest, 
     ttlSeconds: ttlOf(engine),
     ...(engine.listingRefreshMs !== undefined ? { listingRefreshMs: engine.listingRefreshMs } : {}),
     dueAt: waiting ? (prompt?.due_at ?? null) : null,
-    storedBlobs: u.storedBlobs,
+    storedBlobs: new Set([...loaded.storedBlobs, ...(u.storedBlobs ?? [])]),
     lease: { owner: lease.owner, allowCancel: true, ...(u.status === 'rolled_back' ? { cancelAs: 'rolled_back' as const } : {}) },
     queueHoldMs: u.holdMs,
   });
@@ -103,15 +105,7 @@ export async function commitUnapplied(engine: TurnEngine, request: TurnRequest, 
 
 /** A queued input refused when its turn came (`refusal`): its turn commits as `rejected`, saying why. */
 export async function rejectQueued(engine: TurnEngine, request: TurnRequest & { runId: string }, claim: Claim, lease: { owner: string }, refusal: EaselError, holdMs: number): Promise<TurnResult> {
-  const loaded = await loadSession(engine.store, request.tenant, request.runId, 0);
-  const workflow = await compiled(engine, request.tenant, loaded.head.workflowId, loaded.head.version);
-  return commitUnapplied(engine, request, claim, lease, {
-    before: { head: loaded.head, loaded, workflow },
-    status: 'rejected',
-    error: { code: refusal.code, message: refusal.message },
-    storedBlobs: loaded.storedBlobs,
-    holdMs,
-  });
+  return commitUnapplied(engine, request, claim, lease, { status: 'rejected', error: { code: refusal.code, message: refusal.message }, holdMs });
 }
 
 /** A call as a discarded turn lists it: what was called, not what was asked or answered. */
