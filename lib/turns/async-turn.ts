@@ -166,8 +166,12 @@ async function runClaimed(
       options.claimed?.prepared ?? prepareNext(engine, own, request.runId, token),
     ]);
   } catch (error) {
-    // a queued input the run no longer takes (its form changed, the run finished): its turn is `rejected`
-    if (claim.queued && isRefusal(error)) return { kind: 'committed', result: await rejectQueued(engine, { ...own, runId: request.runId }, claim, { owner }, error, holdMs) };
+    // a queued input the run no longer takes (its form changed, the run finished): its turn is
+    // `rejected` — unless a stop is pending on it, which ends the run as a stop does
+    if (claim.queued && isRefusal(error)) {
+      const stopped = claim.cancelRequested && !claim.cancelAs ? await stopQueued(engine, own, lease, claim) : null;
+      return { kind: 'committed', result: stopped ?? (await rejectQueued(engine, { ...own, runId: request.runId }, claim, { owner }, error, holdMs)) };
+    }
     throw error;
   }
   const storedBlobs = new Set([...(prepared.loaded?.storedBlobs ?? []), ...(saved?.blobs ?? [])]);
@@ -345,6 +349,22 @@ async function commitFlagged(
       mode = error.mode;
     }
   }
+}
+
+/** A stop met a queued input the run does not take: the turn is the stop's (null when the run is finished already). */
+async function stopQueued(engine: TurnEngine, request: TurnRequest, lease: Lease, claim: Claim): Promise<TurnResult | null> {
+  let prepared: Prepared;
+  try {
+    // a stop's checks: the run, not the input
+    prepared = await prepareNext(engine, { ...request, command: 'stop' }, lease.id, lease.token);
+  } catch (error) {
+    if (isRefusal(error)) return null;
+    throw error;
+  }
+  const events: CanvasEvent[] = [];
+  for await (const event of prepared.canvas.stop()) events.push(event);
+  // the turn is the queued input's, as sent, ended by the stop as any async turn is
+  return commitCanvas(engine, request, prepared, claim, events, { lease: { owner: lease.owner, allowCancel: true } });
 }
 
 /** The turn ends from its last checkpoint (or its start) as `mode` says: cancelled or interrupted. */

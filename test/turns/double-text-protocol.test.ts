@@ -170,6 +170,31 @@ describe('the inbox', () => {
   });
 });
 
+describe('a stop meeting a queued turn', () => {
+  it('before its worker came: the turn ends cancelled, even when the run no longer takes its input', async () => {
+    const held: QueueMessage[] = [];
+    const { engine, queue } = engineWithQueue({ enqueue: async (message) => void held.push(message) });
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, fixture('form-then-llm'));
+    const runId = (await executeTurn(engine, { tenant, workflowId, runInput: { query: 'go' } })).response.run_id;
+    const answering = await heldTurn(engine, { tenant, workflowId, runId, runInput: { inputs: { topic: 'owls' } } });
+    expect(await doubleText(engine, { tenant, workflowId, runId, runInput: { inputs: { topic: 'cats' } }, onBusy: parseOnBusy('enqueue') })).toBeInstanceOf(TurnQueued);
+    answering.release.open();
+    await answering.running;
+    // turn 3 is claimed for the queued answer, its message not delivered yet: a stop flags it
+    await expect(executeTurn(engine, { tenant, workflowId, runId, command: 'stop' })).rejects.toMatchObject({ code: 'stop_accepted', turn: 3 });
+    for (const message of held) await queue.enqueue(message);
+    await queue.idle();
+    const loaded = await loadSession(engine.store, tenant, runId, 0);
+    expect(loaded.head).toMatchObject({ turn: 3, status: 'cancelled', claim: null });
+    const { getTurn } = await import('../../lib/store/sessions');
+    const turn3 = await getTurn(engine.store, tenant, runId, 3);
+    expect(JSON.parse(turn3?.response ?? '{}')).toMatchObject({ status: 'cancelled', is_terminal: true });
+    // the turn is the queued input's, as it was sent
+    expect((turn3?.request as { run_input: unknown }).run_input).toEqual({ inputs: { topic: 'cats' } });
+  });
+});
+
 describe('a pure turn still unclaimed', () => {
   it.each<OnBusyStrategy>(['reject', 'enqueue', 'interrupt', 'rollback'])('with on_busy %s: beaten to its commit, it runs again on the new head (or, sent with a stale turn_number, is refused)', async (strategy) => {
     const engine = testEngine();
