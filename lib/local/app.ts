@@ -97,6 +97,8 @@ async function giveBackClaim(store: StoreContext, body: string): Promise<void> {
     return;
   }
   if (!message.claim || !message.run_id) return;
-  await releaseSlot(store, message.tenant, message.run_id, message.claim);
-  log('queued turn given back: the server stopped before it ran', { tenant: message.tenant, run_id: message.run_id, turn: message.claim.turn });
+  // a claim with inputs queued behind it is kept: the first request after the restart that finds
+  // it run out hands it to the first of them (lib/store/inbox.ts)
+  const released = await releaseSlot(store, message.tenant, message.run_id, message.claim);
+  log(released ? 'queued turn given back: the server stopped before it ran' : 'queued turn kept for the inputs queued behind it: the server stopped before it ran', { tenant: message.tenant, run_id: message.run_id, turn: message.claim.turn });
 }
