@@ -10,7 +10,9 @@ import { EaselError, ERROR_CODES, type ErrorCode, isErrorCode } from '../lib/err
 import { createApp } from '../lib/http/app';
 import { HttpError, STATUS_BY_CODE } from '../lib/http/errors';
 import { guarded, RAGFLOW_BY_CODE } from '../lib/http/ragflow/envelope';
+import { InboxFullError } from '../lib/store/errors';
 import { StopAccepted, type TurnEngine } from '../lib/turns/execute';
+import { TurnQueued } from '../lib/turns/turn-queued';
 
 /** What each code answers: [native HTTP status, RAGFlow envelope code]. */
 const EXPECTED: Record<ErrorCode, readonly [number, number]> = {
@@ -23,6 +25,7 @@ const EXPECTED: Record<ErrorCode, readonly [number, number]> = {
   turn_conflict: [409, 103],
   run_finished: [409, 103],
   turn_in_progress: [409, 103],
+  inbox_full: [409, 103],
   not_waiting_for_input: [409, 103],
   no_timer_armed: [409, 103],
   migration_refused: [409, 103],
@@ -45,6 +48,7 @@ const EXPECTED: Record<ErrorCode, readonly [number, number]> = {
   lease_lost: [500, 100],
   claim_lost: [500, 100],
   stop_accepted: [500, 100],
+  turn_queued: [500, 100],
   local_setup: [500, 100],
   dynamodb_local_unavailable: [500, 100],
   internal_error: [500, 100],
@@ -127,6 +131,19 @@ describe('the native API', () => {
     expect(res.status).toBe(202);
     expect(res.headers.get('location')).toBe('/workflows/v1/workflow-runs/r1');
     expect(res.body).toEqual({ run_id: 'r1', turn_number: 3, status: 'running' });
+  });
+
+  it('answers an input queued behind the turn in flight 202, naming the turn it becomes', async () => {
+    const res = await app.native(new TurnQueued('r1', 5, 'queued', 4, 'a'.repeat(32)));
+    expect(res.status).toBe(202);
+    expect(res.headers.get('location')).toBe('/workflows/v1/workflow-runs/r1');
+    expect(res.body).toEqual({ run_id: 'r1', turn_number: 5, status: 'queued' });
+  });
+
+  it('answers a full inbox 409 inbox_full, with the run and the limit', async () => {
+    const res = await app.native(new InboxFullError(3, 'waiting_for_input', { entries: 10, bytes: 65_536 }));
+    expect(res.status).toBe(409);
+    expect(res.body).toEqual({ code: 'inbox_full', error: expect.stringContaining('queued'), current_turn_number: 3, status: 'waiting_for_input', limit: { entries: 10, bytes: 65_536 } });
   });
 
   it('answers an unknown error 500 without details, and logs it', async () => {

@@ -1,7 +1,8 @@
 /**
  * Events of a run, named and shaped as RAGFlow's canvas yields them, plus real terminal events
- * for failure, cancellation and the loop-safety abort. Exactly one of `workflow_finished`,
- * `workflow_failed`, `workflow_cancelled`, `workflow_aborted` or `user_inputs` ends every run.
+ * for failure, cancellation, interruption and the loop-safety abort. Exactly one of
+ * `workflow_finished`, `workflow_failed`, `workflow_cancelled`, `workflow_interrupted`,
+ * `workflow_aborted` or `user_inputs` ends every run.
  * Times are epoch seconds (`created_at`) and seconds (`elapsed_time`).
  */
 import type { Outputs } from './component';
@@ -55,6 +56,8 @@ export interface EventPayloads {
     created_at: number;
   };
   workflow_cancelled: { elapsed_time: number; created_at: number };
+  /** The pass ended before its next batch: a newer input interrupted the turn (on_busy `interrupt`). */
+  workflow_interrupted: { elapsed_time: number; created_at: number };
   workflow_aborted: {
     reason: 'step_budget_turn' | 'step_budget_run';
     budget: number;
@@ -72,6 +75,7 @@ export type TerminalEventName =
   | 'workflow_finished'
   | 'workflow_failed'
   | 'workflow_cancelled'
+  | 'workflow_interrupted'
   | 'workflow_aborted'
   | 'user_inputs';
 

@@ -21,6 +21,8 @@ export const RUN_STATUSES = [
   'failed',
   'cancelled',
   'aborted_looping_risk',
+  /** An async turn stopped at a checkpoint by a newer input (on_busy `interrupt`): the pass ended there; not terminal. */
+  'interrupted',
 ] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 

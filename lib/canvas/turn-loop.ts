@@ -63,6 +63,11 @@ export interface TurnControl {
   /** Checked before every batch: true ends the turn as `cancelled` (a stop flag). */
   cancelled?(): boolean;
   /**
+   * Checked before every batch, after `cancelled`: true ends the pass as `interrupted` (a newer
+   * input asked for it); the next turn starts a new pass.
+   */
+  interrupted?(): boolean;
+  /**
    * Awaited before each batch runs, told whether it reaches outside the run: where the turn
    * layer claims the turn before the first side effect. A throw ends the turn (nothing is saved).
    */
@@ -120,6 +125,14 @@ export async function* drive(
       yield event('workflow_cancelled', { elapsed_time: elapsedInPass(core), created_at: seconds(core) });
       return;
     }
+    if (control.interrupted?.()) {
+      yield* settle(core, scope);
+      s.status = 'interrupted';
+      s.frontier = [];
+      s.prompt = null;
+      yield event('workflow_interrupted', { elapsed_time: elapsedInPass(core), created_at: seconds(core) });
+      return;
+    }
     const ready = runnable(core, s.frontier);
     const holding = ready.filter((id) => needsInput(core, id));
     // a checkpoint between batches, unless this turn ends now anyway
@@ -137,7 +150,7 @@ export async function* drive(
         core.suspended = true;
         return;
       }
-      if (control.cancelled?.()) continue;
+      if (control.cancelled?.() || control.interrupted?.()) continue;
     }
     if (holding.length > 0) {
       yield* pause(core, scope, holding);

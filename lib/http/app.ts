@@ -16,6 +16,7 @@ import type { SsrfGuard } from '../outbound/ssrf';
 import type { Logger } from '../runtime/telemetry';
 import type { TenantSecrets } from '../secrets/tenant-secrets';
 import { StopAccepted, type TurnEngine } from '../turns/execute';
+import { TurnQueued } from '../turns/turn-queued';
 import type { WorkerMessage } from '../turns/queue';
 import type { EmbedSecrets } from '../secrets/embed-secrets';
 import type { AccessTokens } from './access';
@@ -34,6 +35,7 @@ import { registerMigrationRoutes } from './routes/migrations';
 import { registerRunRoutes } from './routes/runs';
 import { secretRoutes } from './routes/secrets';
 import { registerWorkflowRoutes } from './routes/workflows';
+import { registerWorkflowSettingsRoutes } from './routes/workflow-settings';
 import { webhookRoutes } from './routes/webhooks';
 import { registerRagflowRoutes } from './ragflow';
 import { OPENAPI_INFO } from './openapi';
@@ -127,6 +129,11 @@ export function createApp(deps: AppDeps): App {
       c.header('location', `/workflows/v1/workflow-runs/${error.runId}`);
       return c.json({ run_id: error.runId, turn_number: error.turn, status: 'running' }, 202);
     }
+    // a double-text queued behind the turn in flight (lib/turns/double-text.ts)
+    if (error instanceof TurnQueued) {
+      c.header('location', `/workflows/v1/workflow-runs/${error.runId}`);
+      return c.json(error.body(), 202);
+    }
     const mapped = errorResponse(error);
     // the rest of an oversized body is never read: the connection cannot be reused
     if (mapped?.status === 413) c.header('connection', 'close');
@@ -173,6 +180,7 @@ export function createApp(deps: AppDeps): App {
 
   registerKeyRoutes(app, deps);
   registerWorkflowRoutes(app, deps);
+  registerWorkflowSettingsRoutes(app, deps);
   registerExecuteRoutes(app, deps, limits);
   registerRunRoutes(app, deps);
   registerForkRoutes(app, deps);

@@ -4,7 +4,7 @@
  */
 import { DslValidationError, InvalidInputsError } from '../canvas/errors';
 import { EaselError, type ErrorCode } from '../errors';
-import { TurnConflictError, TurnInProgressError } from '../store/errors';
+import { InboxFullError, TurnConflictError, TurnInProgressError } from '../store/errors';
 import { RateLimitedError } from '../turns/quotas';
 
 /** The status of codes that are not answers for a client: logged, answered as `INTERNAL_ERROR`. */
@@ -23,6 +23,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   turn_conflict: 409,
   run_finished: 409,
   turn_in_progress: 409,
+  inbox_full: 409,
   not_waiting_for_input: 409,
   no_timer_armed: 409,
   migration_refused: 409,
@@ -48,6 +49,8 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   claim_lost: INTERNAL_STATUS,
   // app.onError answers a StopAccepted 202 before this table is read
   stop_accepted: INTERNAL_STATUS,
+  // likewise a TurnQueued (a double-text accepted)
+  turn_queued: INTERNAL_STATUS,
   local_setup: INTERNAL_STATUS,
   dynamodb_local_unavailable: INTERNAL_STATUS,
   internal_error: INTERNAL_STATUS,
@@ -102,10 +105,11 @@ export function errorResponse(error: unknown): { status: number; body: ErrorBody
   if (error instanceof HttpError) Object.assign(body, error.extra);
   if (error instanceof DslValidationError) body.problems = error.problems;
   if (error instanceof InvalidInputsError) body.fields = error.fields;
-  if (error instanceof TurnConflictError || error instanceof TurnInProgressError) {
+  if (error instanceof TurnConflictError || error instanceof TurnInProgressError || error instanceof InboxFullError) {
     body.current_turn_number = error.currentTurn;
     body.status = error.status;
   }
+  if (error instanceof InboxFullError) body.limit = error.limit;
   if ('status' in error && typeof error.status === 'string' && body.status === undefined) body.status = error.status;
   if (error instanceof RateLimitedError) {
     body.limit = error.limit;

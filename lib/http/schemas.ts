@@ -5,6 +5,7 @@
  * field meant), the others are lenient about unknown fields.
  */
 import { z } from '@hono/zod-openapi';
+import { ON_BUSY_IF_SYNC, ON_BUSY_STRATEGIES } from '../turns/on-busy';
 import { unknownFieldError } from './unknown-fields';
 
 export const RUN_ID = z.string().regex(/^[0-9a-f]{32}$/, '32 lowercase hex characters').openapi({ example: '7f3c9a0e5b1d4e2f8a6b0c9d1e2f3a4b' });
@@ -14,6 +15,22 @@ export const IDEMPOTENCY_KEY = z.string().regex(/^[A-Za-z0-9_.:-]{1,255}$/, '1-2
 export const ErrorSchema = z
   .looseObject({ code: z.string(), error: z.string() })
   .openapi('Error', { description: 'Every error: a stable code, a message, and details where they help (fields, problems, current_turn_number).' });
+
+/**
+ * What a turn does when another turn of its run is in flight (docs/double-texting.md): a
+ * strategy's name, or `{strategy, if_sync}`. The workflow's setting, and the execute body's override.
+ */
+export const OnBusySchema = z
+  .union([
+    z.enum(ON_BUSY_STRATEGIES),
+    z.strictObject({
+      strategy: z.enum(ON_BUSY_STRATEGIES),
+      if_sync: z.enum(ON_BUSY_IF_SYNC).optional().openapi({ description: '`interrupt` and `rollback` against a synchronous turn: answer as `reject` does (the default), or queue as `enqueue` does' }),
+    }),
+  ])
+  .openapi('OnBusy', {
+    description: 'When another turn of the run is in flight: `reject` (409 turn_in_progress, the default), `enqueue` (202: the input becomes a turn once the turns ahead of it commit), `interrupt` (likewise, and an async turn in flight stops at its next checkpoint as `interrupted`), `rollback` (likewise, and an async turn in flight is discarded as `rolled_back`, the run back at the state before it)',
+  });
 
 /** Text, or one text per language as RAGFlow's template files carry it (`{en, zh, ...}`). */
 const Localized = (max: number) => z.union([z.string().max(max), z.record(z.string(), z.string().max(max))]);
@@ -28,6 +45,7 @@ export const CreateWorkflow = z
     title: Localized(200).optional().openapi({ description: "A RAGFlow template file's title: its English text (`en`) names the workflow when `name` is absent" }),
     description: Localized(2000).optional().openapi({ description: 'Text, or its translations (the English one is kept)' }),
     canvas_type: z.string().max(64).nullish().openapi({ description: "RAGFlow's canvas type (a template's shelf, e.g. \"Customer Support\")" }),
+    on_busy: OnBusySchema.optional().openapi({ description: 'What a turn does when another turn of the run is in flight, unless its request says (an Easel setting of the workflow, not of its DSL). @default "reject"' }),
     canvas_category: z.enum(['agent_canvas', 'dataflow_canvas']).optional(),
     dsl: z.record(z.string(), z.unknown()).openapi({ description: 'A RAGFlow canvas DSL: {components, globals, ...}' }),
     drop_unsupported_tools: DropUnsupportedTools,
@@ -47,8 +65,17 @@ export const Workflow = z
     created_at: z.string(),
     updated_at: z.string(),
     webhook_url: z.string().optional().openapi({ description: 'Admin keys, when the active version\u2019s Begin is in webhook mode: where deliveries go (built on EASEL_PUBLIC_URL)' }),
+    on_busy: z.object({ strategy: z.enum(ON_BUSY_STRATEGIES), if_sync: z.enum(ON_BUSY_IF_SYNC) }).openapi({ description: 'What a turn does when another turn of the run is in flight, unless its request says (docs/double-texting.md)' }),
   })
   .openapi('Workflow');
+
+export const UpdateWorkflow = z
+  .strictObject({
+    name: z.string().min(1).max(200).optional(),
+    description: z.string().max(2000).optional(),
+    on_busy: OnBusySchema.optional(),
+  })
+  .openapi('UpdateWorkflow', { description: 'The fields to change; an absent one is left as it is. Versions (the DSL) are not changed here: POST .../versions' });
 
 export const CreateVersion = z
   .object({ dsl: z.record(z.string(), z.unknown()), activate: z.boolean().default(true), drop_unsupported_tools: DropUnsupportedTools })
@@ -73,7 +100,8 @@ export const ExecuteBody = z
       .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
       .max(2048)
       .optional()
-      .openapi({ description: 'With `Prefer: respond-async`: told (a signed POST) when this turn pauses, completes, fails or is cancelled. An http(s) URL that the SSRF guard lets through, checked when the request comes (else 400 `invalid_request` naming `callback_url`)' }),
+      .openapi({ description: 'With `Prefer: respond-async`, or for an input queued by `on_busy`: told (a signed POST) when this turn pauses, completes, fails or is cancelled. An http(s) URL that the SSRF guard lets through, checked when the request comes (else 400 `invalid_request` naming `callback_url`)' }),
+    on_busy: OnBusySchema.optional().openapi({ description: "When another turn of the run is in flight; absent: the workflow's setting (by default `reject`)" }),
   }, {
     // refused naming the field meant; the known fields are this schema's own, whatever is added to it
     error: unknownFieldError({ session_id: 'run_id', question: 'run_input.query', turn: 'turn_number' }),

@@ -68,6 +68,8 @@ export function buildLocalApp(config: EaselConfig, options: { logger?: Logger; l
     // a turn aborted by a stop is given back: this queue, and any continuation, goes with the process
     const local = createInProcessQueue((records) => processBatch(queueDeps(runtime, { log, requeue: (message) => local.enqueue(message), onAbort: 'release' }), records));
     deps.enqueue = local.enqueue;
+    // and a run's queued inputs (double-texting) as the turns ahead of them commit
+    runtime.engine.enqueue = local.enqueue;
     queue = local;
   }
   const app = createApp(deps);
@@ -95,6 +97,8 @@ async function giveBackClaim(store: StoreContext, body: string): Promise<void> {
     return;
   }
   if (!message.claim || !message.run_id) return;
-  await releaseSlot(store, message.tenant, message.run_id, message.claim);
-  log('queued turn given back: the server stopped before it ran', { tenant: message.tenant, run_id: message.run_id, turn: message.claim.turn });
+  // a claim with inputs queued behind it is kept: the first request after the restart that finds
+  // it run out hands it to the first of them (lib/store/inbox.ts)
+  const released = await releaseSlot(store, message.tenant, message.run_id, message.claim);
+  log(released ? 'queued turn given back: the server stopped before it ran' : 'queued turn kept for the inputs queued behind it: the server stopped before it ran', { tenant: message.tenant, run_id: message.run_id, turn: message.claim.turn });
 }

@@ -106,6 +106,11 @@ export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}):
     ...(logger ? { log: (message: string, fields: Record<string, unknown>) => logger.info(message, fields) } : {}),
   };
   const queueUrl = config.queue.url;
+  const enqueue = queueUrl ? sqsEnqueue(queueUrl) : undefined;
+  // a run's queued inputs (double-texting) go to the worker as the turns ahead of them commit
+  engine.asyncHoldMs = config.queue.asyncLeaseMs;
+  if (enqueue) engine.enqueue = enqueue;
+  if (logger) engine.log = (message, fields) => logger.error(message, fields);
   return {
     config,
     ...(logger ? { logger } : {}),
@@ -117,7 +122,7 @@ export function buildRuntime(config: EaselConfig, options: RuntimeOptions = {}):
     engine,
     knowledge,
     mcpConnector,
-    ...(queueUrl ? { enqueue: sqsEnqueue(queueUrl) } : {}),
+    ...(enqueue ? { enqueue } : {}),
     mcp,
   };
 }

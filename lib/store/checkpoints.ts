@@ -21,10 +21,10 @@ import { itemSize, readBlobs, writeBlobs } from './blobs';
 import { decode, encode } from './codec';
 import { sweepDeletedSession } from './deletion';
 import { call, capacityParam, ConditionFailed, reportCapacity, type StoreContext } from './dynamo';
-import { LeaseLostError, TurnInProgressError } from './errors';
+import { type CancelMode, LeaseLostError, TurnInProgressError } from './errors';
 import { keys } from './item-keys';
 import { CALL_RESULT_INLINE_BYTES, getHead, type SessionHead } from './sessions';
-import { CLAIM_KIND, type Claim, claimTtl, isClaimItem, isTombstone, leaseRefusal, toClaim } from './turn-slot';
+import { cancelModeOf, CLAIM_KIND, type Claim, claimTtl, isClaimItem, isTombstone, leaseRefusal, toClaim } from './turn-slot';
 
 /** No claim item may come near DynamoDB's 400 KB. */
 const MAX_CHECKPOINT_BYTES = 350 * 1024;
@@ -101,10 +101,11 @@ export async function acquireLease(ctx: StoreContext, lease: Lease, times: Lease
 }
 
 /**
- * Extends the lease (a heartbeat while a batch runs long). Returns whether a stop is pending;
+ * Extends the lease (a heartbeat while a batch runs long). Returns whether a stop (or, with
+ * `cancelAs`, a newer input's interrupt or rollback) is pending;
  * LeaseLostError when the lease is no longer this worker's.
  */
-export async function renewLease(ctx: StoreContext, lease: Lease, times: LeaseTimes): Promise<{ cancelRequested: boolean }> {
+export async function renewLease(ctx: StoreContext, lease: Lease, times: LeaseTimes): Promise<{ cancelRequested: boolean; cancelAs?: Exclude<CancelMode, 'cancelled'> }> {
   const at = now(ctx);
   const hold = at + times.holdMs;
   try {
@@ -121,7 +122,10 @@ export async function renewLease(ctx: StoreContext, lease: Lease, times: LeaseTi
       })),
     );
     reportCapacity(ctx, 'lease', 'write', out.ConsumedCapacity);
-    return { cancelRequested: typeof out.Attributes?.cancel_at === 'number' };
+    const requested = typeof out.Attributes?.cancel_at === 'number';
+    const mode = cancelModeOf(out.Attributes ?? {});
+    // a newer input's interrupt or rollback, rather than a stop
+    return { cancelRequested: requested, ...(requested && mode !== 'cancelled' ? { cancelAs: mode } : {}) };
   } catch (error) {
     if (error instanceof ConditionFailed) throw new LeaseLostError();
     throw error;
@@ -150,8 +154,9 @@ export async function releaseLease(ctx: StoreContext, lease: Lease, holdMs: numb
 }
 
 /**
- * Sets the cancel flag of a running async turn (a stop). False when the claim is no longer
- * the one seen (the turn was committed meanwhile, or it is not an async turn).
+ * Sets the cancel flag of a running async turn (a stop), over a newer input's interrupt or
+ * rollback if one is pending: the turn ends cancelled. False when the claim is no longer the
+ * one seen (the turn was committed meanwhile, or it is not an async turn).
  */
 export async function requestCancel(ctx: StoreContext, head: SessionHead, token: string): Promise<boolean> {
   const turn = head.claim?.turn ?? head.turn + 1;
@@ -160,7 +165,7 @@ export async function requestCancel(ctx: StoreContext, head: SessionHead, token:
       ctx.doc.send(new UpdateCommand({
         TableName: ctx.table,
         Key: slotKey({ tenant: head.tenant, id: head.id, turn }),
-        UpdateExpression: 'SET cancel_at = if_not_exists(cancel_at, :at)',
+        UpdateExpression: 'SET cancel_at = if_not_exists(cancel_at, :at) REMOVE cancel_as',
         ConditionExpression: 'kind = :claimKind AND claim_token = :tok AND claim_async = :yes',
         ExpressionAttributeValues: { ':claimKind': CLAIM_KIND, ':at': now(ctx), ':tok': token, ':yes': true },
       })),

@@ -148,15 +148,19 @@ export function backoff(attempt: number): Promise<void> {
 /** ALL_OLD images on a failed condition come back in attribute-value form. */
 function unmarshallLoose(item: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(item)) {
-    const av = v as Record<string, unknown>;
-    if ('S' in av) out[k] = av.S;
-    else if ('N' in av) out[k] = Number(av.N);
-    else if ('BOOL' in av) out[k] = av.BOOL;
-    else if ('B' in av) out[k] = av.B;
-    else if ('SS' in av) out[k] = av.SS;
-    else if ('NULL' in av) out[k] = null;
-    else out[k] = av;
-  }
+  for (const [k, v] of Object.entries(item)) out[k] = valueOf(v as Record<string, unknown>);
   return out;
+}
+
+function valueOf(av: Record<string, unknown>): unknown {
+  if ('S' in av) return av.S;
+  if ('N' in av) return Number(av.N);
+  if ('BOOL' in av) return av.BOOL;
+  if ('B' in av) return av.B;
+  if ('SS' in av) return av.SS;
+  if ('NULL' in av) return null;
+  // lists and maps (a claim's queued inputs: lib/store/inbox.ts)
+  if ('L' in av && Array.isArray(av.L)) return av.L.map((e) => valueOf(e as Record<string, unknown>));
+  if ('M' in av && typeof av.M === 'object' && av.M !== null) return unmarshallLoose(av.M as Record<string, unknown>);
+  return av;
 }

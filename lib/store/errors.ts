@@ -5,6 +5,7 @@
  */
 import { TransientError } from '../canvas/errors';
 import { EaselError } from '../errors';
+import type { Claim } from './turn-slot';
 
 export class NotFoundError extends EaselError {
   constructor(readonly what: string) {
@@ -22,13 +23,28 @@ export class TurnConflictError extends EaselError {
   }
 }
 
-/** Another request holds the claim on the next turn. */
+/**
+ * Another request holds the claim on the next turn. `claim` is that claim as it was seen, when
+ * the refusal came from it (what a double-text acts on: lib/turns/double-text.ts).
+ */
 export class TurnInProgressError extends EaselError {
   constructor(
     readonly currentTurn: number,
     readonly status: string,
+    readonly claim?: Claim,
   ) {
     super('turn_in_progress', `turn ${currentTurn + 1} of this run is in progress`);
+  }
+}
+
+/** The run's inbox of queued inputs is full (lib/store/inbox.ts): nothing was queued. */
+export class InboxFullError extends EaselError {
+  constructor(
+    readonly currentTurn: number,
+    readonly status: string,
+    readonly limit: { entries: number; bytes: number },
+  ) {
+    super('inbox_full', `this run already has the most inputs queued it takes (${limit.entries}, or ${Math.round(limit.bytes / 1024)} KiB); retry once a queued turn has run`);
   }
 }
 
@@ -42,10 +58,16 @@ export class LeaseLostError extends EaselError {
   }
 }
 
-/** A stop is pending on the async turn a worker runs: it must end the turn as cancelled. */
+/** How a flagged async turn must end: a stop, an interrupt or a rollback (lib/turns/double-text.ts). */
+export type CancelMode = 'cancelled' | 'interrupted' | 'rolled_back';
+
+/**
+ * A stop (or an interrupt, or a rollback) is pending on the async turn a worker runs: it must
+ * end the turn as `mode` says.
+ */
 export class CancelRequestedError extends Error {
-  constructor() {
-    super('a stop is pending on this turn');
+  constructor(readonly mode: CancelMode = 'cancelled') {
+    super(mode === 'cancelled' ? 'a stop is pending on this turn' : `this turn is to end as ${mode}`);
   }
 }
 

@@ -14,9 +14,15 @@ export interface IdempotencyRecord {
   key: string;
   fingerprint: string;
   sessionId: string;
+  /** The turn the request claimed; for a queued input, the turn it was queued to become. */
   turn: number;
   token: string;
   createdAt: number;
+  /**
+   * A queued input (lib/store/inbox.ts): the lowest turn it can become (the slot of the turn it
+   * was queued behind). Such a key is never taken over: its input becomes a turn whatever happens.
+   */
+  queuedFrom?: number;
 }
 
 export async function getIdempotency(ctx: StoreContext, tenant: string, key: string): Promise<IdempotencyRecord | null> {
@@ -31,6 +37,7 @@ export async function getIdempotency(ctx: StoreContext, tenant: string, key: str
     turn: Item.turn as number,
     token: Item.token as string,
     createdAt: Item.created_at as number,
+    ...(typeof Item.queued_from === 'number' ? { queuedFrom: Item.queued_from } : {}),
   };
 }
 
@@ -45,35 +52,44 @@ export async function putIdempotency(
   replacing: string | null,
   ttlSeconds = IDEMPOTENCY_TTL_SECONDS,
 ): Promise<boolean> {
-  const at = (ctx.now ?? Date.now)();
   try {
     await call('record the idempotency key', () =>
-      ctx.doc.send(new PutCommand({
-        TableName: ctx.table,
-        Item: {
-          pk: keys.idempotency(tenant, record.key),
-          sk: 'I',
-          kind: 'idempotency',
-          fingerprint: record.fingerprint,
-          session_id: record.sessionId,
-          turn: record.turn,
-          token: record.token,
-          created_at: record.createdAt,
-          ttl: Math.floor(at / 1000) + ttlSeconds,
-        },
-        ConditionExpression: replacing
-          ? '#token = :old OR #ttl <= :now'
-          : 'attribute_not_exists(pk) OR #ttl <= :now',
-        ExpressionAttributeNames: { '#ttl': 'ttl', ...(replacing ? { '#token': 'token' } : {}) },
-        ExpressionAttributeValues: { ':now': Math.floor(at / 1000), ...(replacing ? { ':old': replacing } : {}) },
-        ...capacityParam(ctx),
-      })).then((out) => reportCapacity(ctx, 'idempotency', 'write', out.ConsumedCapacity)),
+      ctx.doc.send(new PutCommand({ ...idempotencyPut(ctx, tenant, record, replacing, ttlSeconds), ...capacityParam(ctx) }))
+        .then((out) => reportCapacity(ctx, 'idempotency', 'write', out.ConsumedCapacity)),
     );
     return true;
   } catch (error) {
     if (error instanceof ConditionFailed) return false;
     throw error;
   }
+}
+
+/**
+ * The conditional Put that records `record` for its key (see putIdempotency), as a request or
+ * a transaction item (a queued input's key is recorded with the input: lib/store/inbox.ts).
+ */
+export function idempotencyPut(ctx: StoreContext, tenant: string, record: IdempotencyRecord, replacing: string | null, ttlSeconds = IDEMPOTENCY_TTL_SECONDS) {
+  const at = (ctx.now ?? Date.now)();
+  return {
+    TableName: ctx.table,
+    Item: {
+      pk: keys.idempotency(tenant, record.key),
+      sk: 'I',
+      kind: 'idempotency',
+      fingerprint: record.fingerprint,
+      session_id: record.sessionId,
+      turn: record.turn,
+      token: record.token,
+      created_at: record.createdAt,
+      ...(record.queuedFrom !== undefined ? { queued_from: record.queuedFrom } : {}),
+      ttl: Math.floor(at / 1000) + ttlSeconds,
+    },
+    ConditionExpression: replacing
+      ? '#token = :old OR #ttl <= :now'
+      : 'attribute_not_exists(pk) OR #ttl <= :now',
+    ExpressionAttributeNames: { '#ttl': 'ttl', ...(replacing ? { '#token': 'token' } : {}) },
+    ExpressionAttributeValues: { ':now': Math.floor(at / 1000), ...(replacing ? { ':old': replacing } : {}) },
+  };
 }
 
 /**

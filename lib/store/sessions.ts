@@ -29,6 +29,7 @@ import { BLOB_THRESHOLD, decode, decodeParts, encodeParts } from './codec';
 import { sweepDeletedSession } from './deletion';
 import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
 import { NotFoundError, RunExistsError } from './errors';
+import { commitPromoting, DEFAULT_INBOX_LIMITS, type Promoted, releasePromoting } from './inbox';
 import { keys, SESSION_HEAD_SK, TURN_PREFIX, turnFromSk } from './item-keys';
 import {
   CLAIM_KIND,
@@ -43,6 +44,7 @@ import {
   isTombstone,
   leaseRefusal,
   releaseSlot,
+  runStatusOf,
   slotRefusal,
   toClaim,
 } from './turn-slot';
@@ -110,7 +112,10 @@ export const CALL_RESULT_INLINE_BYTES = 1024;
 
 export interface TurnRecord {
   turn: number;
+  /** The turn's status (`rolled_back` and `rejected` among them: see `runStatus`). */
   status: string;
+  /** The run's status after it: the turn's, unless the turn left the state as it was. */
+  runStatus: string;
   createdAt: string;
   /** The claim token of the request that committed it. */
   committedBy: string;
@@ -236,10 +241,10 @@ function liveHead(headRaw: Record<string, unknown> | undefined, below: Record<st
  * lag behind its records: it is refreshed only when something listed changed), and the claim
  * held in the next turn's slot.
  */
-function settleHead(head: SessionHead, latest: Pick<TurnRecord, 'turn' | 'status'> | null, slot: Record<string, unknown> | undefined): void {
+function settleHead(head: SessionHead, latest: Pick<TurnRecord, 'turn' | 'runStatus'> | null, slot: Record<string, unknown> | undefined): void {
   if (latest && latest.turn > head.turn) {
     head.turn = latest.turn;
-    head.status = latest.status;
+    head.status = latest.runStatus;
   }
   head.claim = slot && (slot.turn as number) === head.turn + 1 ? toClaim(slot) : null;
 }
@@ -252,7 +257,7 @@ export async function getHead(ctx: StoreContext, tenant: string, id: string): Pr
       TableName: ctx.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :t)',
       ExpressionAttributeValues: { ':pk': keys.session(tenant, id), ':t': TURN_PREFIX },
-      ProjectionExpression: `pk, sk, kind, ${HEAD_LISTING_ATTRIBUTES}, ik, fp, ff, claim_token, claim_expires, claim_async, claim_owner, cancel_at, deleted_at`,
+      ProjectionExpression: `pk, sk, kind, ${HEAD_LISTING_ATTRIBUTES}, ik, fp, ff, claim_token, claim_expires, claim_async, claim_owner, cancel_at, cancel_as, ibt, qd, rs, deleted_at`,
       ExpressionAttributeNames: HEAD_LISTING_NAMES,
       ScanIndexForward: false,
       Limit: 3,
@@ -263,7 +268,7 @@ export async function getHead(ctx: StoreContext, tenant: string, id: string): Pr
   const head = liveHead(headRaw, rest, readAt);
   const slot = rest[0] && isClaimItem(rest[0]) ? rest[0] : undefined;
   const latest = rest.find(isRecordItem);
-  settleHead(head, latest ? { turn: turnFromSk(latest.sk as string), status: latest.status as string } : null, slot);
+  settleHead(head, latest ? { turn: turnFromSk(latest.sk as string), runStatus: runStatusOf(latest) } : null, slot);
   return head;
 }
 
@@ -294,6 +299,11 @@ export interface Commit {
    */
   claim: Claim | null;
   status: string;
+  /**
+   * The run's status after the turn, when it is not `status`: a turn that left the state as it
+   * was (`rolled_back`, `rejected`) keeps the run's. The head and listings show this one.
+   */
+  runStatus?: string;
   payload: TurnPayload;
   /** The principal-scoped key hash and request fingerprint, for retries to find the turn. */
   keyHash: string | null;
@@ -318,15 +328,23 @@ export interface Commit {
   storedBlobs: ReadonlySet<string>;
   /**
    * An async turn's worker lease: only the lease holder can commit, and a pending stop refuses
-   * the commit unless `allowCancel` (the turn being committed is the cancellation).
+   * the commit unless `allowCancel` (the turn being committed is the cancellation); with
+   * `cancelAs`, only a pending flag of that kind is allowed (the turn ends as a newer input asked).
    */
-  lease?: { owner: string; allowCancel: boolean };
+  lease?: { owner: string; allowCancel: boolean; cancelAs?: 'interrupted' | 'rolled_back' };
+  /** How long the claim of a queued input promoted by this commit waits for its worker. @default 20 min */
+  queueHoldMs?: number;
 }
 
 export interface CommitResult {
   /** Bytes written for the turn record and any new blobs. */
   bytes: number;
+  /** The turn this commit claimed for the run's first queued input (lib/store/inbox.ts): send it to a worker. */
+  promoted?: Promoted;
 }
+
+/** How long a promoted queued input's claim waits for its worker unless the caller says. */
+const DEFAULT_QUEUE_HOLD_MS = 20 * 60_000;
 
 /**
  * Writes turn `c.turn`. The conditional Put of the record into the turn's slot is the commit
@@ -346,26 +364,43 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
     await createWithRecord(ctx, c, record, ttl, at);
     return { bytes };
   }
-  const condition = c.claim === null
-    ? { ConditionExpression: FREE_SLOT, ExpressionAttributeValues: { ':claimKind': CLAIM_KIND, ':now': at } }
-    : c.lease
-      ? {
-        ConditionExpression: `kind = :claimKind AND claim_token = :tok AND claim_owner = :owner${c.lease.allowCancel ? '' : ' AND attribute_not_exists(cancel_at)'}`,
-        ExpressionAttributeValues: { ':claimKind': CLAIM_KIND, ':tok': c.claim.token, ':owner': c.lease.owner },
+  const condition = commitCondition(c, at);
+  let promoted: Promoted | undefined;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await call('commit the turn', () =>
+        ctx.doc.send(new PutCommand({ TableName: ctx.table, Item: record, ...condition, ReturnValuesOnConditionCheckFailure: 'ALL_OLD', ...capacityParam(ctx) }))
+          .then((out) => reportCapacity(ctx, 'commit', 'write', out.ConsumedCapacity)),
+      );
+      break;
+    } catch (error) {
+      if (!(error instanceof ConditionFailed)) throw error;
+      const old = error.item;
+      // the session was deleted meanwhile: the blobs just written must not outlive it
+      if (old && isTombstone(old)) await sweepDeletedSession(ctx, pk);
+      if (c.lease && c.claim && old && isClaimItem(old)) {
+        // refused only for its inbox, the record goes in with the claim of the first queued input;
+        // refused for a lease that is someone else's, or a flag this commit does not answer, not
+        const ours = old.claim_token === c.claim.token && old.claim_owner === c.lease.owner;
+        const flagged = typeof old.cancel_at === 'number' && !(c.lease.allowCancel && (c.lease.cancelAs === undefined || old.cancel_as === c.lease.cancelAs));
+        if (!ours || flagged) throw leaseRefusal(old, c.claim.token, c.lease.owner);
       }
-      : { ConditionExpression: 'kind = :claimKind AND claim_token = :tok', ExpressionAttributeValues: { ':claimKind': CLAIM_KIND, ':tok': c.claim.token } };
-  try {
-    await call('commit the turn', () =>
-      ctx.doc.send(new PutCommand({ TableName: ctx.table, Item: record, ...condition, ReturnValuesOnConditionCheckFailure: 'ALL_OLD', ...capacityParam(ctx) }))
-        .then((out) => reportCapacity(ctx, 'commit', 'write', out.ConsumedCapacity)),
-    );
-  } catch (error) {
-    if (!(error instanceof ConditionFailed)) throw error;
-    const old = error.item;
-    // the session was deleted meanwhile: the blobs just written must not outlive it
-    if (old && isTombstone(old)) await sweepDeletedSession(ctx, pk);
-    if (c.lease && c.claim && old && isClaimItem(old)) throw leaseRefusal(old, c.claim.token, c.lease.owner);
-    throw slotRefusal(error, c.head);
+      if (c.claim && old && isClaimItem(old) && old.claim_token === c.claim.token && Array.isArray(old.ibt) && attempt < 10) {
+        const done = await commitPromoting(ctx, { record, condition: { ConditionExpression: condition.ConditionExpression.replace(INBOX_EMPTY, ''), ExpressionAttributeValues: condition.ExpressionAttributeValues }, old, holdMs: c.queueHoldMs ?? DEFAULT_QUEUE_HOLD_MS })
+          .catch((refused: unknown) => {
+            if (!(refused instanceof ConditionFailed)) throw refused;
+            if (refused.item && isTombstone(refused.item)) return sweepDeletedSession(ctx, pk).then(() => Promise.reject(new NotFoundError('run')));
+            if (c.lease && c.claim && refused.item && isClaimItem(refused.item)) throw leaseRefusal(refused.item, c.claim.token, c.lease.owner);
+            throw slotRefusal(refused, c.head);
+          });
+        if (done) {
+          promoted = done;
+          break;
+        }
+        continue;
+      }
+      throw slotRefusal(error, c.head);
+    }
   }
 
   if (listingChanged(c, at)) {
@@ -382,14 +417,30 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
     if (c.deferListing && (c.head.dueAt ?? null) === c.dueAt) c.deferListing(update);
     else await update();
   }
-  return { bytes };
+  return { bytes, ...(promoted ? { promoted } : {}) };
+}
+
+/** A claimed commit's clause that refuses it while queued inputs wait behind the turn (lib/store/inbox.ts). */
+const INBOX_EMPTY = ' AND attribute_not_exists(ibt)';
+
+/** The commit point's condition (see turn-slot.ts): a free slot, or the turn's own claim (and lease). */
+function commitCondition(c: Commit, at: number): { ConditionExpression: string; ExpressionAttributeValues: Record<string, unknown> } {
+  if (c.claim === null) return { ConditionExpression: FREE_SLOT, ExpressionAttributeValues: { ':claimKind': CLAIM_KIND, ':now': at } };
+  if (!c.lease) {
+    return { ConditionExpression: `kind = :claimKind AND claim_token = :tok${INBOX_EMPTY}`, ExpressionAttributeValues: { ':claimKind': CLAIM_KIND, ':tok': c.claim.token } };
+  }
+  const cancel = !c.lease.allowCancel ? ' AND attribute_not_exists(cancel_at)' : c.lease.cancelAs ? ' AND (attribute_not_exists(cancel_at) OR cancel_as = :cancelAs)' : '';
+  return {
+    ConditionExpression: `kind = :claimKind AND claim_token = :tok AND claim_owner = :owner${cancel}${INBOX_EMPTY}`,
+    ExpressionAttributeValues: { ':claimKind': CLAIM_KIND, ':tok': c.claim.token, ':owner': c.lease.owner, ...(c.lease.allowCancel && c.lease.cancelAs ? { ':cancelAs': c.lease.cancelAs } : {}) },
+  };
 }
 
 /**
  * The record of turn `c.turn` as its commit writes it, after writing the blobs its long strings
  * went to (those the session does not hold yet). Shared by every kind of commit.
  */
-export async function writeTurnRecord(ctx: StoreContext, c: Pick<Commit, 'head' | 'turn' | 'token' | 'status' | 'payload' | 'keyHash' | 'fingerprint' | 'storedBlobs'>, at: number): Promise<{ record: Record<string, unknown>; bytes: number }> {
+export async function writeTurnRecord(ctx: StoreContext, c: Pick<Commit, 'head' | 'turn' | 'token' | 'status' | 'runStatus' | 'payload' | 'keyHash' | 'fingerprint' | 'storedBlobs'>, at: number): Promise<{ record: Record<string, unknown>; bytes: number }> {
   const pk = keys.session(c.head.tenant, c.head.id);
   const withCalls = c.payload.calls && (c.payload.calls.records.length > 0 || c.payload.calls.dropped > 0);
   // one compression stream for the whole turn (its parts share most of their words); each
@@ -413,6 +464,7 @@ export async function writeTurnRecord(ctx: StoreContext, c: Pick<Commit, 'head' 
     created_at: iso(at),
     committed_by: c.token,
     z: payload.bytes,
+    ...(c.runStatus !== undefined && c.runStatus !== c.status ? { rs: c.runStatus } : {}),
   };
   if (c.keyHash) record.ik = c.keyHash;
   if (c.fingerprint) record.fp = c.fingerprint;
@@ -432,7 +484,7 @@ export async function writeTurnRecord(ctx: StoreContext, c: Pick<Commit, 'head' 
  */
 function listingChanged(c: Commit, at: number): boolean {
   const listed = c.head.listedStatus ?? c.head.status;
-  if (listed !== c.status) return true;
+  if (listed !== (c.runStatus ?? c.status)) return true;
   if ((c.head.dueAt ?? null) !== c.dueAt) return true;
   const refreshed = Date.parse(c.head.updatedAt);
   return !(at - refreshed < refreshMs(c));
@@ -458,7 +510,7 @@ function headUpdate(ctx: StoreContext, c: Commit, at: number, ttl: number) {
     ExpressionAttributeNames: { '#turn': 'turn', ...(moveTtl ? { '#ttl': 'ttl' } : {}) },
     ExpressionAttributeValues: {
       ':turn': c.turn,
-      ':status': c.status,
+      ':status': c.runStatus ?? c.status,
       ':at': iso(at),
       ...(moveTtl ? { ':ttl': ttl } : {}),
       ...(c.dueAt === null ? {} : { ':due': c.dueAt, ':dueKey': 'DUE', ':dueSort': dueSortKey(c.dueAt, c.head.tenant, c.head.id) }),
@@ -474,7 +526,7 @@ function headUpdate(ctx: StoreContext, c: Commit, at: number, ttl: number) {
 async function createWithRecord(ctx: StoreContext, c: Commit, record: Record<string, unknown>, ttl: number, at: number): Promise<void> {
   const head: SessionHead = {
     ...c.head,
-    status: c.status,
+    status: c.runStatus ?? c.status,
     turn: c.turn,
     updatedAt: iso(at),
     expiresAt: ttl,
@@ -499,9 +551,14 @@ async function createWithRecord(ctx: StoreContext, c: Commit, record: Record<str
   }
 }
 
-/** Gives a claim back without committing (the turn was refused before running anything). */
-export async function releaseClaim(ctx: StoreContext, head: SessionHead, claim: Claim): Promise<void> {
-  await releaseSlot(ctx, head.tenant, head.id, claim);
+/**
+ * Gives a claim back without committing (the turn was refused before running anything). A
+ * claim with inputs queued behind it hands its slot to the first of them instead: that turn is
+ * returned, to be sent to a worker.
+ */
+export async function releaseClaim(ctx: StoreContext, head: SessionHead, claim: Claim, queueHoldMs = DEFAULT_QUEUE_HOLD_MS): Promise<Promoted | null> {
+  if (await releaseSlot(ctx, head.tenant, head.id, claim)) return null;
+  return releasePromoting(ctx, head.tenant, head.id, claim.turn, claim.token, queueHoldMs);
 }
 
 /** One committed turn: its record and stored response (exactly as returned then). */
@@ -662,6 +719,7 @@ export function toTurn(item: Record<string, unknown>): TurnRecord {
   return {
     turn: turnFromSk(item.sk as string),
     status: item.status as string,
+    runStatus: runStatusOf(item),
     createdAt: item.created_at as string,
     committedBy: item.committed_by as string,
     keyHash: (item.ik as string | undefined) ?? null,

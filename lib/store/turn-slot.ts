@@ -23,7 +23,7 @@
  */
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { call, capacityParam, ConditionFailed, reportCapacity, type StoreContext } from './dynamo';
-import { CancelRequestedError, LeaseLostError, NotFoundError, StoreUnavailableError, TurnConflictError, TurnInProgressError } from './errors';
+import { type CancelMode, CancelRequestedError, LeaseLostError, NotFoundError, StoreUnavailableError, TurnConflictError, TurnInProgressError } from './errors';
 import { keys } from './item-keys';
 
 export const CLAIM_KIND = 'claim';
@@ -39,8 +39,14 @@ export interface Claim {
   async?: boolean;
   /** The worker attempt holding the lease of an async turn; absent until a worker takes it. */
   owner?: string;
-  /** A stop asked the async turn to end as cancelled. */
+  /** A stop asked the async turn to end as cancelled (or, with `cancelAs`, a newer input to end it otherwise). */
   cancelRequested?: boolean;
+  /** What a pending flag ends the turn as, when it is not a stop: a newer input's interrupt or rollback. */
+  cancelAs?: Exclude<CancelMode, 'cancelled'>;
+  /** The tokens of the inputs queued behind this turn, in order (lib/store/inbox.ts); absent: none. */
+  inbox?: string[];
+  /** The claim holds a queued input it runs (promoted from an inbox); its worker is sent for. */
+  queued?: true;
   /** The idempotency key (its principal-scoped hash) and request fingerprint the claim was made for. */
   keyHash?: string;
   fingerprint?: string;
@@ -126,13 +132,20 @@ export function toClaim(item: Record<string, unknown>): Claim {
     ...(item.claim_async === true ? { async: true } : {}),
     ...(typeof item.claim_owner === 'string' ? { owner: item.claim_owner } : {}),
     ...(typeof item.cancel_at === 'number' ? { cancelRequested: true } : {}),
+    ...(item.cancel_as === 'interrupted' || item.cancel_as === 'rolled_back' ? { cancelAs: item.cancel_as } : {}),
+    ...(Array.isArray(item.ibt) && item.ibt.length > 0 ? { inbox: item.ibt.map(String) } : {}),
+    ...(item.qd === true || item.qin !== undefined ? { queued: true as const } : {}),
     ...(typeof item.ik === 'string' ? { keyHash: item.ik } : {}),
     ...(typeof item.fp === 'string' ? { fingerprint: item.fp } : {}),
   };
 }
 
-/** Condition of a write into the slot that nobody holds: empty, or a claim that expired. */
-export const FREE_SLOT = 'attribute_not_exists(pk) OR (kind = :claimKind AND claim_expires < :now)';
+/**
+ * Condition of a write into the slot that nobody holds: empty, or a claim that expired — unless
+ * it carries queued inputs (lib/store/inbox.ts), which are never dropped: such a claim is taken
+ * over by its first queued input instead.
+ */
+export const FREE_SLOT = 'attribute_not_exists(pk) OR (kind = :claimKind AND claim_expires < :now AND attribute_not_exists(ibt) AND attribute_not_exists(qin))';
 
 /**
  * Claims turn `r.turn` of a session: the slot must be empty or hold an expired claim.
@@ -209,19 +222,29 @@ export async function closeSlot(ctx: StoreContext, tenant: string, id: string, f
   }
 }
 
-/** Gives a claim back without committing (the turn was refused, or failed before it could commit). */
-export async function releaseSlot(ctx: StoreContext, tenant: string, id: string, claim: Pick<Claim, 'turn' | 'token'>): Promise<void> {
-  await call('release the claim', () =>
-    ctx.doc.send(new DeleteCommand({
-      TableName: ctx.table,
-      Key: { pk: keys.session(tenant, id), sk: keys.turn(claim.turn) },
-      ConditionExpression: 'kind = :claimKind AND claim_token = :tok',
-      ExpressionAttributeValues: { ':claimKind': CLAIM_KIND, ':tok': claim.token },
-      ...capacityParam(ctx),
-    })).then((out) => reportCapacity(ctx, 'release', 'write', out.ConsumedCapacity)),
-  ).catch((error: unknown) => {
+/**
+ * Gives a claim back without committing (the turn was refused, or failed before it could
+ * commit). False when the claim has inputs queued behind it (lib/store/inbox.ts): it is not
+ * deleted then, and the caller hands the slot to the first of them.
+ */
+export async function releaseSlot(ctx: StoreContext, tenant: string, id: string, claim: Pick<Claim, 'turn' | 'token'>): Promise<boolean> {
+  try {
+    await call('release the claim', () =>
+      ctx.doc.send(new DeleteCommand({
+        TableName: ctx.table,
+        Key: { pk: keys.session(tenant, id), sk: keys.turn(claim.turn) },
+        ConditionExpression: 'kind = :claimKind AND claim_token = :tok AND attribute_not_exists(ibt)',
+        ExpressionAttributeValues: { ':claimKind': CLAIM_KIND, ':tok': claim.token },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        ...capacityParam(ctx),
+      })).then((out) => reportCapacity(ctx, 'release', 'write', out.ConsumedCapacity)),
+    );
+  } catch (error) {
     if (!(error instanceof ConditionFailed)) throw error;
-  });
+    const old = error.item;
+    return !(old && isClaimItem(old) && old.claim_token === claim.token && Array.isArray(old.ibt));
+  }
+  return true;
 }
 
 /**
@@ -232,15 +255,25 @@ export function slotRefusal(error: unknown, seen: { turn: number; status: string
   if (!(error instanceof ConditionFailed)) return error;
   const old = error.item;
   if (old && isTombstone(old)) return new NotFoundError('run');
-  if (old && !isClaimItem(old)) return new TurnConflictError(Math.max(seen.turn + 1, old.turn as number), old.status as string);
-  return new TurnInProgressError(seen.turn, seen.status);
+  if (old && !isClaimItem(old)) return new TurnConflictError(Math.max(seen.turn + 1, old.turn as number), runStatusOf(old));
+  return new TurnInProgressError(seen.turn, seen.status, old ? toClaim(old) : undefined);
+}
+
+/** The run's status after a committed turn: its record's, unless the turn left the state as it was (`rs`). */
+export function runStatusOf(record: Record<string, unknown>): string {
+  return typeof record.rs === 'string' ? record.rs : (record.status as string);
 }
 
 /** Why a lease-fenced write was refused: the session was deleted, a stop is pending, or the lease is someone else's. */
 export function leaseRefusal(old: Record<string, unknown> | undefined, token: string, owner: string): Error {
   if (old && isTombstone(old)) return new NotFoundError('run');
-  if (old && isClaimItem(old) && old.claim_token === token && old.claim_owner === owner && typeof old.cancel_at === 'number') return new CancelRequestedError();
+  if (old && isClaimItem(old) && old.claim_token === token && old.claim_owner === owner && typeof old.cancel_at === 'number') return new CancelRequestedError(cancelModeOf(old));
   return new LeaseLostError();
+}
+
+/** What a claim's pending flag ends its turn as. */
+export function cancelModeOf(item: Record<string, unknown>): CancelMode {
+  return item.cancel_as === 'interrupted' || item.cancel_as === 'rolled_back' ? item.cancel_as : 'cancelled';
 }
 
 const now = (ctx: StoreContext) => (ctx.now ?? Date.now)();

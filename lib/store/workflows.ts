@@ -31,6 +31,11 @@ export interface Workflow {
   updatedAt: string;
   /** Its webhook's opaque id, once a version in webhook mode was imported (store/webhooks.ts). */
   webhookId?: string;
+  /**
+   * Settings of the workflow, whatever its version (lib/turns/on-busy.ts reads `on_busy`), as
+   * stored: an Easel setting, not part of the RAGFlow DSL, so DSLs import and export unchanged.
+   */
+  settings: Record<string, unknown>;
 }
 
 /** The category a workflow has unless it says otherwise (RAGFlow's). */
@@ -47,6 +52,7 @@ export interface NewWorkflow {
   /** @default "agent_canvas" */
   canvasCategory?: string;
   dsl: unknown;
+  settings?: Record<string, unknown>;
 }
 
 export async function createWorkflow(ctx: StoreContext, w: NewWorkflow): Promise<Workflow> {
@@ -64,6 +70,7 @@ export async function createWorkflow(ctx: StoreContext, w: NewWorkflow): Promise
     deleted: false,
     createdAt: at,
     updatedAt: at,
+    settings: w.settings ?? {},
   };
   const pk = keys.workflow(w.tenant, w.id);
   await call('create the workflow', () =>
@@ -82,6 +89,7 @@ export async function createWorkflow(ctx: StoreContext, w: NewWorkflow): Promise
               description: workflow.description,
               ...(workflow.canvasType !== null ? { canvas_type: workflow.canvasType } : {}),
               canvas_category: workflow.canvasCategory,
+              ...(Object.keys(workflow.settings).length > 0 ? { settings: workflow.settings } : {}),
               active_version: 1,
               latest_version: 1,
               deleted: false,
@@ -168,9 +176,11 @@ export interface WorkflowChanges {
   canvasType?: string | null;
   canvasCategory?: string;
   tags?: string[];
+  /** Replaces the settings whole. */
+  settings?: Record<string, unknown>;
 }
 
-const ATTRIBUTE_OF: Record<keyof WorkflowChanges, string> = { name: 'name', description: 'description', canvasType: 'canvas_type', canvasCategory: 'canvas_category', tags: 'tags' };
+const ATTRIBUTE_OF: Record<keyof WorkflowChanges, string> = { name: 'name', description: 'description', canvasType: 'canvas_type', canvasCategory: 'canvas_category', tags: 'tags', settings: 'settings' };
 
 /** Renames, redescribes, retypes or retags a workflow; its versions are untouched. */
 export async function updateWorkflow(ctx: StoreContext, tenant: string, id: string, changes: WorkflowChanges): Promise<void> {
@@ -316,5 +326,6 @@ function toWorkflow(item: Record<string, unknown>): Workflow {
     createdAt: item.created_at as string,
     updatedAt: item.updated_at as string,
     ...(typeof item.webhook_id === 'string' ? { webhookId: item.webhook_id } : {}),
+    settings: typeof item.settings === 'object' && item.settings !== null ? (item.settings as Record<string, unknown>) : {},
   };
 }

@@ -22,14 +22,22 @@
  *   lets go of the lease; the caller queues the message again for the next worker.
  * - A stop sets a cancel flag on the claim; the worker reads it with each checkpoint and each
  *   heartbeat and ends the turn as `cancelled` before its next batch. A stop that lands after the
- *   last checkpoint still wins: the commit is refused, and the turn is cancelled from there.
+ *   last checkpoint still wins: the commit is refused, and the turn is cancelled from there. A
+ *   newer input's interrupt or rollback (double-text.ts) is the same flag with another ending:
+ *   `interrupted` (the pass ends there), or `rolled_back` (the run's state stays as it was
+ *   before the turn, unapplied.ts); a stop overrides either.
+ * - A claim promoted from a run's inbox runs a queued input: one that no longer fits the run
+ *   (its form changed, the run finished) commits as `rejected`, so every queued input becomes
+ *   exactly one turn.
  * - The session head's turn and status move only with the final commit.
  */
 import { randomBytes } from 'node:crypto';
 import { Canvas, type CanvasEvent, EaselError, type ReplayDivergence, type TurnCheckpoint, type TurnControl, TurnInterruptedError } from '../canvas';
 import { acquireLease, type Lease, loadCheckpoint, releaseLease, renewLease, saveCheckpoint, type SavedCheckpoint } from '../store/checkpoints';
-import { CancelRequestedError, LeaseLostError } from '../store/errors';
+import { type CancelMode, CancelRequestedError, LeaseLostError } from '../store/errors';
 import { type Claim, getTurn, releaseClaim } from '../store/sessions';
+import { sendPromoted } from './double-text';
+import { commitUnapplied, isRefusal, rejectQueued, type Unapplied } from './unapplied';
 import {
   canvasOptions,
   commitCanvas,
@@ -41,6 +49,7 @@ import {
   type TurnEngine,
   type TurnRequest,
   type TurnResult,
+  runOf,
 } from './execute';
 import { mergeMessageDeltas } from './response';
 import { abortedBy, tracked, turnSignal } from './lifecycle';
@@ -149,10 +158,22 @@ async function runClaimed(
     throw new EaselError('claim_lost', 'the turn was taken over by another request before a worker could run it');
   }
   const own: TurnRequest = { ...request, turnNumber: claim.turn - 1 };
-  const [saved, prepared] = await Promise.all([
-    options.claimed?.fresh ? null : loadCheckpoint(store, request.tenant, request.runId, claim.turn, token),
-    options.claimed?.prepared ?? prepareNext(engine, own, request.runId, token),
-  ]);
+  let saved: SavedCheckpoint | null;
+  let prepared: Prepared;
+  try {
+    [saved, prepared] = await Promise.all([
+      options.claimed?.fresh ? null : loadCheckpoint(store, request.tenant, request.runId, claim.turn, token),
+      options.claimed?.prepared ?? prepareNext(engine, own, request.runId, token),
+    ]);
+  } catch (error) {
+    // a queued input the run no longer takes (its form changed, the run finished): its turn is
+    // `rejected` — unless a stop is pending on it, which ends the run as a stop does
+    if (claim.queued && isRefusal(error)) {
+      const stopped = claim.cancelRequested && !claim.cancelAs ? await stopQueued(engine, own, lease, claim) : null;
+      return { kind: 'committed', result: stopped ?? (await rejectQueued(engine, { ...own, runId: request.runId }, claim, { owner }, error, holdMs)) };
+    }
+    throw error;
+  }
   const storedBlobs = new Set([...(prepared.loaded?.storedBlobs ?? []), ...(saved?.blobs ?? [])]);
 
   const progress = new Progress(saved);
@@ -166,18 +187,20 @@ async function runClaimed(
   // unless no worker will come (the queue goes with this process): then the turn is given back
   const aborted = async (): Promise<AsyncTurnOutcome> => {
     if (options.onAbort === 'release') {
-      await releaseClaim(store, prepared.head, claim).catch(() => undefined);
+      const promoted = await releaseClaim(store, prepared.head, claim, holdMs).catch(() => null);
+      if (promoted) await sendPromoted(engine, runOf(prepared.head), promoted);
       return { kind: 'released', runId: request.runId, turn: claim.turn };
     }
     await releaseLease(store, lease, holdMs).catch(() => undefined);
     return { kind: 'suspended', runId: request.runId, turn: claim.turn, progress: report(), aborted: true };
   };
-  let cancel = claim.cancelRequested === true;
+  // how a pending flag ends the turn: a stop, a newer input's interrupt or rollback
+  let cancel: CancelMode | null = claim.cancelRequested ? (claim.cancelAs ?? 'cancelled') : null;
   let lost = false;
   const heartbeat = setInterval(() => {
     renewLease(store, lease, times).then(
       (r) => {
-        if (r.cancelRequested) cancel = true;
+        if (r.cancelRequested) cancel = r.cancelAs ?? 'cancelled';
       },
       (error: unknown) => {
         if (error instanceof LeaseLostError) lost = true;
@@ -211,7 +234,7 @@ async function runClaimed(
       await save(checkpoint, true);
     } catch (error) {
       if (error instanceof CancelRequestedError) {
-        cancel = true;
+        cancel = error.mode;
         return;
       }
       if (error instanceof LeaseLostError) lost = true;
@@ -223,7 +246,9 @@ async function runClaimed(
   let writes: Promise<void> = Promise.resolve();
 
   const control: TurnControl = {
-    cancelled: () => cancel,
+    // a rollback discards what the turn did: it ends as soon as it can, as a stop does
+    cancelled: () => cancel === 'cancelled' || cancel === 'rolled_back',
+    interrupted: () => cancel === 'interrupted',
     beforeBatch: () => progress.batchStarts(),
     afterCall: (checkpoint) => {
       const write = writes.then(() => saveInBatch(checkpoint));
@@ -241,7 +266,7 @@ async function runClaimed(
         await options.hooks?.afterCheckpoint?.(progress.seq, { inBatch: false, calls: callsIn(checkpoint) });
       } catch (error) {
         if (error instanceof CancelRequestedError) {
-          cancel = true;
+          cancel = error.mode;
           return 'continue';
         }
         if (error instanceof LeaseLostError) {
@@ -282,36 +307,79 @@ async function runClaimed(
     return { kind: 'suspended', runId: request.runId, turn: claim.turn, progress: report() };
   }
 
+  // every call the turn made happened, whatever becomes of the turn: a rollback lists them
+  const unapplied = { calls: canvas.lastTurnCalls, usage: canvas.lastTurnUsage, storedBlobs, holdMs };
   let result: TurnResult;
   try {
-    result = await commitCanvas(engine, own, { ...prepared, canvas }, claim, progress.events, {
-      lease: { owner, allowCancel: canvas.status === 'cancelled' },
-      storedBlobs,
-    });
+    result = cancel === 'rolled_back'
+      ? await commitUnapplied(engine, { ...own, runId: request.runId }, claim, { owner }, { ...unapplied, status: 'rolled_back' })
+      : await commitCanvas(engine, own, { ...prepared, canvas }, claim, progress.events, {
+        lease: { owner, allowCancel: canvas.status === 'cancelled' || canvas.status === 'interrupted', ...(canvas.status === 'interrupted' ? { cancelAs: 'interrupted' as const } : {}) },
+        storedBlobs,
+      });
   } catch (error) {
     if (!(error instanceof CancelRequestedError)) throw error;
-    result = await commitCancelled(engine, own, lease, claim, storedBlobs);
+    result = await commitFlagged(engine, own, lease, claim, error.mode, unapplied);
   }
   // the record replaced the claim, and with it the checkpoint
   return { kind: 'committed', result, progress: report() };
 }
 
 /**
- * A stop arrived after the last checkpoint: what ran since is dropped, and the turn ends as
- * cancelled from that checkpoint (or from its start).
+ * A flag arrived after the last checkpoint: what ran since is dropped, and the turn ends from
+ * that checkpoint (or from its start) as the flag says — cancelled or interrupted — or, for a
+ * rollback, is discarded whole (its calls, made all the same, listed). A stronger flag arriving
+ * meanwhile (a stop over an interrupt, a rollback over an interrupt) is honoured in turn.
  */
-async function commitCancelled(engine: TurnEngine, request: TurnRequest, lease: Lease, claim: Claim, storedBlobs: Set<string>): Promise<TurnResult> {
+async function commitFlagged(
+  engine: TurnEngine,
+  request: TurnRequest,
+  lease: Lease,
+  claim: Claim,
+  first: CancelMode,
+  unapplied: Omit<Unapplied, 'status'>,
+): Promise<TurnResult> {
+  let mode = first;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      if (mode === 'rolled_back') return await commitUnapplied(engine, { ...request, runId: lease.id }, claim, { owner: lease.owner }, { ...unapplied, status: 'rolled_back' });
+      return await commitStopped(engine, request, lease, claim, mode, unapplied.storedBlobs ?? new Set<string>());
+    } catch (error) {
+      if (!(error instanceof CancelRequestedError) || error.mode === mode || attempt >= 3) throw error;
+      mode = error.mode;
+    }
+  }
+}
+
+/** A stop met a queued input the run does not take: the turn is the stop's (null when the run is finished already). */
+async function stopQueued(engine: TurnEngine, request: TurnRequest, lease: Lease, claim: Claim): Promise<TurnResult | null> {
+  let prepared: Prepared;
+  try {
+    // a stop's checks: the run, not the input
+    prepared = await prepareNext(engine, { ...request, command: 'stop' }, lease.id, lease.token);
+  } catch (error) {
+    if (isRefusal(error)) return null;
+    throw error;
+  }
+  const events: CanvasEvent[] = [];
+  for await (const event of prepared.canvas.stop()) events.push(event);
+  // the turn is the queued input's, as sent, ended by the stop as any async turn is
+  return commitCanvas(engine, request, prepared, claim, events, { lease: { owner: lease.owner, allowCancel: true } });
+}
+
+/** The turn ends from its last checkpoint (or its start) as `mode` says: cancelled or interrupted. */
+async function commitStopped(engine: TurnEngine, request: TurnRequest, lease: Lease, claim: Claim, mode: 'cancelled' | 'interrupted', storedBlobs: ReadonlySet<string>): Promise<TurnResult> {
   const [saved, prepared] = await Promise.all([
     loadCheckpoint(engine.store, lease.tenant, lease.id, lease.turn, lease.token),
     prepareNext(engine, request, lease.id, lease.token),
   ]);
-  const stop: TurnControl = { cancelled: () => true };
+  const stop: TurnControl = mode === 'interrupted' ? { interrupted: () => true } : { cancelled: () => true };
   const progress = new Progress(saved);
   const canvas = saved ? fromCheckpoint(engine, prepared, saved) : prepared.canvas;
   const events = saved ? canvas.continueTurn(saved.checkpoint as TurnCheckpoint, stop) : canvas.run(engineInput(request), stop);
   for await (const event of events) progress.add(event);
   return commitCanvas(engine, request, { ...prepared, canvas }, claim, progress.events, {
-    lease: { owner: lease.owner, allowCancel: true },
+    lease: { owner: lease.owner, allowCancel: true, ...(mode === 'interrupted' ? { cancelAs: 'interrupted' as const } : {}) },
     storedBlobs,
   });
 }
@@ -331,7 +399,9 @@ function fromCheckpoint(engine: TurnEngine, prepared: Prepared, saved: SavedChec
 async function letGo(engine: TurnEngine, prepared: Prepared, claim: Claim, lease: Lease, error: unknown, holdMs: number): Promise<void> {
   const transient = error instanceof EaselError && error.code === 'unavailable';
   if (error instanceof EaselError && !transient) {
-    await releaseClaim(engine.store, prepared.head, claim).catch(() => undefined);
+    // inputs queued behind the turn take its slot instead: the first of them goes to a worker
+    const promoted = await releaseClaim(engine.store, prepared.head, claim, holdMs).catch(() => null);
+    if (promoted) await sendPromoted(engine, runOf(prepared.head), promoted);
   } else {
     await releaseLease(engine.store, lease, holdMs).catch(() => undefined);
   }

@@ -29,7 +29,7 @@ import { Canvas, type CanvasEvent, EaselError, type RunInput, type TurnControl }
 import type { CanvasState } from '../canvas/state';
 import { IdempotencyMismatchError, NotFoundError, RunExistsError, TurnConflictError, TurnInProgressError } from '../store/errors';
 import { requestCancel } from '../store/checkpoints';
-import { abandonIdempotency, putIdempotency } from '../store/idempotency';
+import { abandonIdempotency, getIdempotency, putIdempotency } from '../store/idempotency';
 import {
   type Claim,
   claimTurn,
@@ -48,7 +48,9 @@ import { checkPauseMail, resendPauseMail, sendPauseMail } from './form-link-mail
 import { abortedBy, tracked, turnSignal } from './lifecycle';
 import { checkTurnQuota, countTurn, RateLimitedError, runQuotaApplies, takeRunQuota } from './quotas';
 import { buildResponse, queryNotice, standInOf } from './response';
+import { holdOf, sendPromoted, whenBusy } from './double-text';
 import { derivedRunId, fingerprintOf, keyedTurn, keyHashOf, normalizedRequest, resolveKey } from './turn-keys';
+import { resolveQueuedKey } from './turn-queued';
 import { leaseOf, type Prepared, ttlOf, type TurnEngine, type TurnRequest, type TurnResult } from './turn-engine';
 
 export { canvasOptions, compiledVersion } from './compiled';
@@ -64,12 +66,14 @@ export function executeTurn(engine: TurnEngine, request: TurnRequest): Promise<T
   return tracked(engine.lifecycle, runTurn(engine, signal ? { ...request, signal } : request));
 }
 
-async function runTurn(engine: TurnEngine, original: TurnRequest): Promise<TurnResult> {
+async function runTurn(engine: TurnEngine, sent: TurnRequest): Promise<TurnResult> {
   // streamed events are seen at once: such a turn claims before its first one
-  const lazy = original.onEvent === undefined;
-  const keyed = original.idempotencyKey !== undefined;
+  const lazy = sent.onEvent === undefined;
+  const keyed = sent.idempotencyKey !== undefined;
+  let original = sent;
   let existing = false;
   let lostCommit = false;
+  let again = 0;
   for (let attempt = 0; ; attempt++) {
     let begun: BeginOutcome;
     try {
@@ -88,6 +92,12 @@ async function runTurn(engine: TurnEngine, original: TurnRequest): Promise<TurnR
       return begun.replay;
     }
     if ('running' in begun) throw new TurnInProgressError(begun.running.turn - 1, 'running');
+    if ('busy' in begun) {
+      const next = await busyAgain(engine, original, begun.busy, ++again);
+      if ('replay' in next) return next.replay;
+      original = next.request;
+      continue;
+    }
     try {
       return await runAndCommit(engine, begun);
     } catch (error) {
@@ -95,9 +105,39 @@ async function runTurn(engine: TurnEngine, original: TurnRequest): Promise<TurnR
       // first turn claimed lazily, to an earlier attempt that created the run meanwhile
       if (keyed && error instanceof RunExistsError && attempt < 3) existing = true;
       else if (keyed && error instanceof TurnConflictError && !lostCommit) lostCommit = true;
+      // a turn that claimed nothing has made no side effect: refused by a turn in flight, it
+      // does what its on_busy says; beaten by a commit, it runs again on the run as it is now
+      else if (begun.claim === null && error instanceof TurnInProgressError) {
+        const next = await busyAgain(engine, original, { error }, ++again);
+        if ('replay' in next) return next.replay;
+        original = next.request;
+      } else if (begun.claim === null && error instanceof TurnConflictError && ++again <= MAX_AGAIN) continue;
       else throw error;
     }
   }
+}
+
+/** How often one request goes round because the run moved under it before it gives up. */
+const MAX_AGAIN = 8;
+
+/**
+ * A turn refused by another one in flight (double-text.ts): the stored answer of its key, or
+ * the request to run again because that turn is gone (a double-text then goes on top of
+ * whatever it committed: its `turn_number` was admitted already).
+ */
+async function busyAgain(engine: TurnEngine, request: TurnRequest, busy: Busy, count: number): Promise<{ replay: TurnResult } | { request: TurnRequest }> {
+  if (count > MAX_AGAIN) throw busy.error;
+  const outcome = await whenBusy(engine, request, busy.error, busy.token);
+  if (outcome !== 'again') return outcome;
+  if (request.turnNumber === undefined) return { request };
+  const { turnNumber, ...rest } = request;
+  return { request: { ...rest, admittedTurn: turnNumber } };
+}
+
+/** A turn refused by another's claim, and the token it had recorded its key under (if it had). */
+interface Busy {
+  error: TurnInProgressError;
+  token?: string;
 }
 
 /**
@@ -150,20 +190,27 @@ export interface ClaimOptions {
  */
 export async function claimNextTurn(engine: TurnEngine, request: TurnRequest, options: ClaimOptions = {}): Promise<Begun> {
   const signal = turnSignal(engine.lifecycle, request.signal);
-  const original = signal ? { ...request, signal } : request;
+  let original = signal ? { ...request, signal } : request;
   let existing = false;
+  let again = 0;
   for (let attempt = 0; ; attempt++) {
+    let begun: BeginOutcome;
     try {
-      return (await beginTurn(engine, original, { ...options, lazy: false, existing })) as Begun;
+      begun = await beginTurn(engine, original, { ...options, lazy: false, existing });
     } catch (error) {
       // a first turn whose key-derived run exists already: an earlier attempt with this key
       if (!(error instanceof RunExistsError) || attempt >= 3) throw error;
       existing = true;
+      continue;
     }
+    if (!('busy' in begun)) return begun as Begun;
+    const next = await busyAgain(engine, original, begun.busy, ++again);
+    if ('replay' in next) return next;
+    original = next.request;
   }
 }
 
-type BeginOutcome = { replay: TurnResult } | { running: { runId: string; turn: number } } | Started;
+type BeginOutcome = { replay: TurnResult } | { running: { runId: string; turn: number } } | { busy: Busy } | Started;
 
 /**
  * Idempotency, the load and the checks; claims eagerly unless `lazy`. `existing`: a keyed first
@@ -214,9 +261,15 @@ async function beginTurn(engine: TurnEngine, original: TurnRequest, options: Cla
       } catch (error) {
         // a same-key request may have recorded its key and committed since we looked: its
         // answer, not the refusal of a run that has moved on, is what this retry gets
-        if (!keyRecord || !(error instanceof EaselError)) throw error;
-        const known = await resolveKey(engine, request, keyHash as string, fingerprint, wait, leaseOf(engine), options.token);
-        if ('replay' in known || 'running' in known) return known;
+        if (keyRecord && error instanceof EaselError) {
+          const known = await resolveKey(engine, request, keyHash as string, fingerprint, wait, leaseOf(engine), options.token);
+          if ('replay' in known || 'running' in known) return known;
+        } else if (keyHash !== undefined && !derived && error instanceof TurnConflictError) {
+          // sent with turn_number, its key names no turn there: a double-text keeps its key in a key record
+          const known = await recordedKey(engine, request, keyHash, fingerprint, wait);
+          if (known) return known;
+        }
+        if (error instanceof TurnInProgressError) return { busy: { error } };
         throw error;
       }
     } else {
@@ -247,7 +300,14 @@ async function beginTurn(engine: TurnEngine, original: TurnRequest, options: Cla
       if (!recorded) continue;
     }
     // a turn with a key record claims at once, so that a same-key request finds it in flight
-    if (!options.lazy || keyRecord) await takeClaim(engine, started, leaseMs, options.async === true);
+    if (!options.lazy || keyRecord) {
+      try {
+        await takeClaim(engine, started, leaseMs, options.async === true);
+      } catch (error) {
+        if (error instanceof TurnInProgressError) return { busy: { error, token } };
+        throw error;
+      }
+    }
     return started;
   }
   throw new TurnInProgressError(0, 'running');
@@ -386,7 +446,7 @@ async function checkNext(engine: TurnEngine, request: TurnRequest, loaded: Loade
   if (canvas.isTerminal) canvas.check({}); // throws run_finished
   const inFlight = head.claim && head.claim.expiresAt > now(engine) && head.claim.token !== ownClaim;
   // a stop meeting an async turn is not refused: the caller sets that turn's cancel flag
-  if (inFlight && !(request.command === 'stop' && head.claim?.async)) throw new TurnInProgressError(head.turn, head.status);
+  if (inFlight && !(request.command === 'stop' && head.claim?.async)) throw new TurnInProgressError(head.turn, head.status, head.claim ?? undefined);
   if (request.command !== 'stop') {
     request.runInput = await resolveFileInputs(engine, request.tenant, canvas, request.runInput, expiryOf(engine), { runId: head.id, ...(request.fileAccess ? { access: request.fileAccess } : {}) });
     canvas.check(request.runInput ?? {});
@@ -431,7 +491,9 @@ async function runAndCommit(engine: TurnEngine, started: Started): Promise<TurnR
 async function giveBack(engine: TurnEngine, started: Started): Promise<void> {
   const { request, prepared, claim } = started;
   if (!claim) return;
-  await releaseClaim(engine.store, prepared.head, claim).catch(() => undefined);
+  // inputs queued behind the turn take its slot instead: the first of them goes to a worker
+  const promoted = await releaseClaim(engine.store, prepared.head, claim, holdOf(engine)).catch(() => null);
+  if (promoted) await sendPromoted(engine, runOf(prepared.head), promoted);
   const keyRecord = started.keyHash !== undefined && request.runId !== undefined && request.turnNumber === undefined;
   if (keyRecord) await abandonIdempotency(engine.store, request.tenant, started.keyHash as string, started.token).catch(() => undefined);
 }
@@ -457,7 +519,7 @@ export async function commitCanvas(
     token?: string;
     keyHash?: string;
     fingerprint?: string;
-    lease?: { owner: string; allowCancel: boolean };
+    lease?: { owner: string; allowCancel: boolean; cancelAs?: 'interrupted' | 'rolled_back' };
     storedBlobs?: ReadonlySet<string>;
   } = {},
 ): Promise<TurnResult> {
@@ -487,7 +549,7 @@ export async function commitCanvas(
   });
   const body = JSON.stringify(response);
   await request.hooks?.beforeCommit?.();
-  await commitTurn(engine.store, {
+  const { promoted } = await commitTurn(engine.store, {
     head,
     turn,
     token: claim?.token ?? extra.token ?? randomBytes(16).toString('hex'),
@@ -509,12 +571,30 @@ export async function commitCanvas(
     dueAt: state.status === 'waiting_for_input' ? (state.prompt?.due_at ?? null) : null,
     storedBlobs: extra.storedBlobs ?? prepared.loaded?.storedBlobs ?? new Set(),
     ...(extra.lease ? { lease: extra.lease } : {}),
+    queueHoldMs: holdOf(engine),
   });
+  // the drain signal: this commit claimed the next turn for a queued input (double-text.ts)
+  if (promoted) await sendPromoted(engine, runOf(head), promoted);
   // after the commit: a turn that crosses a token budget completes (quotas.ts); the form's link goes out
   await countTurn(engine, request, response.usage.total_tokens);
   if (mails && formLinkEmail?.status === 'sending') await sendPauseMail(engine, { tenant: head.tenant, workflowId: head.workflowId, runId: head.id, turn, pausedAt: response.created_at, mails });
   return { body, response, replayed: false };
 }
 
+/**
+ * What a turn sent with `turn_number` finds its Idempotency-Key names in a key record — kept for
+ * the inputs of double-texts (double-text.ts): a queued input (TurnQueued while it waits or runs)
+ * or a turn run at once; null when there is none.
+ */
+async function recordedKey(engine: TurnEngine, request: TurnRequest, keyHash: string, fingerprint: string, wait: boolean): Promise<{ replay: TurnResult } | { running: { runId: string; turn: number } } | null> {
+  const record = await getIdempotency(engine.store, request.tenant, keyHash);
+  if (!record) return null;
+  if (record.fingerprint !== fingerprint) throw new IdempotencyMismatchError();
+  if (record.queuedFrom !== undefined) return resolveQueuedKey(engine, request.tenant, record, wait);
+  const known = await resolveKey(engine, request, keyHash, fingerprint, wait, leaseOf(engine));
+  return 'replacing' in known ? null : known;
+}
+
+export const runOf = (head: SessionHead) => ({ tenant: head.tenant, workflowId: head.workflowId, runId: head.id });
 const now = (engine: TurnEngine) => (engine.clock ?? Date.now)();
 const expiryOf = (engine: TurnEngine) => Math.floor(now(engine) / 1000) + ttlOf(engine);

@@ -58,6 +58,8 @@ export const QueueMessage = z
     claim: z.object({ token: z.string().regex(/^[0-9a-f]{32}$/), turn: z.number().int().min(1) }).optional(),
     /** Who asked for the turn (the HTTP request that queued it); absent: the queue message itself. */
     actor: z.object({ kind: z.enum(ACTOR_KINDS), id: z.string().min(1).max(256), key_id: z.string().max(64).optional() }).optional(),
+    /** A queued input's (double-text.ts): the owners whose files it may name, as its sender could; null: any of the tenant's. */
+    file_owners: z.array(z.string().max(300)).max(10).nullable().optional(),
   })
   .refine((m) => m.run_id === undefined || m.turn_number !== undefined || m.claim !== undefined, {
     path: ['turn_number'],
@@ -145,6 +147,7 @@ export async function processMessage(deps: QueueDeps, body: string, delivery: De
     ...(command ? { command } : {}),
     ...idempotencyOf(message, delivery.messageId),
     actor: message.actor ? { kind: message.actor.kind, id: message.actor.id, ...(message.actor.key_id ? { key_id: message.actor.key_id } : {}) } : { kind: 'queue', id: message.run_id ?? 'new' },
+    ...(message.file_owners !== undefined ? { fileAccess: { owners: message.file_owners } } : {}),
   };
   const options: AsyncTurnOptions = {
     ...(delivery.stopBy !== undefined ? { stopBy: delivery.stopBy } : {}),

@@ -14,15 +14,22 @@ export interface NextInputHint {
   inputs: Record<string, FieldView>;
 }
 
+/**
+ * What a committed turn's `status` says: the run's status after it, or one of the turns that
+ * leave the run's state as it was (lib/turns/unapplied.ts): `rolled_back` (a newer input
+ * discarded it, on_busy `rollback`) and `rejected` (a queued input that no longer fitted the run).
+ */
+export type TurnStatus = RunStatus | 'rolled_back' | 'rejected';
+
 /** The native API's execute response; stored as it was first returned. */
 export interface TurnResponse {
   run_id: string;
   workflow_id: string;
   version: number;
-  status: RunStatus;
+  status: TurnStatus;
   turn_number: number;
   is_waiting_for_input: boolean;
-  /** The turn ended a pass of the workflow (finished, failed, cancelled or aborted). */
+  /** The turn ended a pass of the workflow (finished, failed, cancelled, interrupted or aborted). */
   is_completed: boolean;
   /** The run accepts no further turn. */
   is_terminal: boolean;
@@ -48,6 +55,21 @@ export interface TurnResponse {
    * (UserFillUp `form_link_email`): sent once the turn committed, or why not.
    */
   form_link_email?: FormLinkEmailStatus;
+  /**
+   * A `rolled_back` turn: the calls outside the run it had made before it was discarded, from
+   * its call records — they happened and are not undone (the records themselves are the turn's `calls`).
+   */
+  side_effects?: SideEffect[];
+}
+
+/** One call a discarded turn had made (a call record without its request and result). */
+export interface SideEffect {
+  component_id: string;
+  kind: string;
+  name?: string;
+  ordinal: number;
+  path: string[];
+  status: 'ok' | 'error';
 }
 
 /**
@@ -151,4 +173,4 @@ export function buildResponse(args: {
   };
 }
 
-const COMPLETED = new Set<RunStatus>(['completed', 'failed', 'cancelled', 'aborted_looping_risk']);
+const COMPLETED = new Set<RunStatus>(['completed', 'failed', 'cancelled', 'aborted_looping_risk', 'interrupted']);

@@ -20,6 +20,8 @@ export interface RunSummary {
   turn_number: number;
   /** The turn being run, when one is. */
   turn_in_progress: number | null;
+  /** Inputs queued behind the turn in flight (double-texting: docs/double-texting.md), each to become a turn of its own. */
+  queued_turns: number;
   is_waiting_for_input: boolean;
   is_terminal: boolean;
   next_input_hint: NextInputHint | null;
@@ -48,6 +50,7 @@ export async function describeRun(engine: TurnEngine, tenant: string, runId: str
     status,
     turn_number: head.turn,
     turn_in_progress: inFlight,
+    queued_turns: head.claim?.inbox?.length ?? 0,
     is_waiting_for_input: status === 'waiting_for_input',
     is_terminal: canvas.isTerminal,
     next_input_hint: hintOf(canvas.prompt),

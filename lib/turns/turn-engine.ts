@@ -4,11 +4,14 @@
  */
 import type { Canvas, CanvasEvent, ComponentRegistry, RunInput, Workflow } from '../canvas';
 import type { StoreContext } from '../store/dynamo';
+import type { InboxLimits } from '../store/inbox';
 import type { LoadedSession, SessionHead } from '../store/sessions';
 import type { Actor } from './actors';
 import type { FileAccess } from './files';
 import type { FormLinkSettings } from './form-link-mail';
+import type { OnBusy } from './on-busy';
 import type { TurnLifecycle } from './lifecycle';
+import type { QueueMessage } from './queue';
 import type { QuotaSettings } from './quotas';
 import type { TurnResponse } from './response';
 
@@ -51,6 +54,17 @@ export interface TurnEngine {
    * `form_link_email`, form-link-mail.ts); absent: a pause that asks for one says it was not sent.
    */
   formLinks?: FormLinkSettings;
+  /**
+   * Hands a claimed turn to the queue worker: here, a run's next queued input once the turn
+   * ahead of it committed (double-text.ts). Absent: a double-text that would queue one is refused (400 `invalid_request`).
+   */
+  enqueue?: (message: QueueMessage) => Promise<void>;
+  /** How long a claim made for a worker waits for it (EASEL_ASYNC_LEASE_MS). @default 20 minutes */
+  asyncHoldMs?: number;
+  /** How many inputs a run's inbox holds. @default DEFAULT_INBOX_LIMITS (10 inputs, 64 KiB) */
+  inboxLimits?: InboxLimits;
+  /** Told what went wrong where nobody waits for the answer (a queued turn that could not be sent for). */
+  log?: (message: string, fields: Record<string, unknown>) => void;
 }
 
 export interface TurnRequest {
@@ -94,6 +108,19 @@ export interface TurnRequest {
   runInput?: RunInput;
   command?: 'stop';
   idempotencyKey?: string;
+  /**
+   * What to do when another turn of the run is in flight (double-text.ts): absent, `reject`
+   * (409 `turn_in_progress`); `workflow`: the workflow's own setting.
+   */
+  onBusy?: OnBusy | 'workflow';
+  /**
+   * The `turn_number` a double-text was admitted with when the turn it met has committed (or
+   * was given back) since: it is not checked again — the input goes on top of that turn — but
+   * stays what the request is fingerprinted and recorded with. Set by the engine only.
+   */
+  admittedTurn?: number;
+  /** Where the worker tells the end of a queued input's turn (its `callback_url`). */
+  callbackUrl?: string;
   /**
    * Aborts the turn: it commits nothing, gives its claim back and fails with TurnAbortedError
    * (`unavailable`). The engine's lifecycle signal does the same.

@@ -9,7 +9,9 @@ import { canonicalJson, sha256 } from '../store/codec';
 import { getIdempotency } from '../store/idempotency';
 import { type Claim, getHead, getTurn, type SessionHead } from '../store/sessions';
 import type { TurnEngine, TurnRequest, TurnResult } from './execute';
+import { onBusyView } from './on-busy';
 import type { TurnResponse } from './response';
+import { resolveQueuedKey } from './turn-queued';
 
 /** The stored answer of a committed turn, byte for byte as a retry gets it. */
 export function replayOf(turn: { response: string }): TurnResult {
@@ -47,6 +49,8 @@ export async function resolveKey(engine: TurnEngine, request: TurnRequest, key: 
     const record = await getIdempotency(engine.store, request.tenant, key);
     if (!record) return { replacing: null };
     if (record.fingerprint !== fingerprint) throw new IdempotencyMismatchError();
+    // a double-text's queued input: it becomes a turn whatever happens, and is never taken over
+    if (record.queuedFrom !== undefined) return resolveQueuedKey(engine, request.tenant, record, wait);
     // the head before the turn: an attempt that commits between the two reads is then seen
     // committed, never as neither running (the head moved on) nor committed (the turn read first)
     const head = await getHead(engine.store, request.tenant, record.sessionId).catch((error: unknown) => {
@@ -77,10 +81,13 @@ export function normalizedRequest(request: TurnRequest): Record<string, unknown>
   return {
     workflow_id: request.workflowId,
     run_id: request.runId ?? null,
-    turn_number: request.turnNumber ?? null,
+    // a double-text's turn_number stays what it was sent with (turn-engine.ts admittedTurn)
+    turn_number: request.turnNumber ?? request.admittedTurn ?? null,
     version: request.version ?? null,
     command: request.command ?? engineCommand ?? null,
     run_input: runInput,
+    // only when the request says it: requests without one keep the fingerprint they always had
+    ...(request.onBusy !== undefined && request.onBusy !== 'workflow' ? { on_busy: onBusyView(request.onBusy) } : {}),
   };
 }
 

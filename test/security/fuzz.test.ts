@@ -340,12 +340,17 @@ const runInput = rec({
   files: rarely(fc.oneof(fc.array(fileRef, { maxLength: 3 }), junk), 6),
   user_id: maybe(text),
 });
+const onBusy = fc.oneof(
+  fc.constantFrom('reject', 'enqueue', 'interrupt', 'rollback'),
+  rec({ strategy: mostly(fc.constantFrom('reject', 'enqueue', 'interrupt', 'rollback'), str), if_sync: maybe(mostly(fc.constantFrom('reject', 'enqueue'), str)) }),
+);
 const executeBody = rec({
   run_id: maybe(mostly(ref('run'), fc.oneof(hexArb(32), str))),
   turn_number: rarely(mostly(fc.nat(5), fc.oneof(fc.constantFrom(-1, 1.5, '1', 2 ** 60), junk)), 4),
   run_input: rarely(mostly(runInput, junk), 10).map((v) => v ?? undefined).chain((v) => (v === undefined ? runInput : fc.constant(v))),
   // webhooks: only addresses the guard refuses without a lookup, and junk
   callback_url: rarely(mostly(fc.constantFrom('http://127.0.0.1:9/hook', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/x', 'https://10.0.0.1/'), fc.oneof(fc.constantFrom('file:///etc/passwd', 'not a url', 'gopher://127.0.0.1/'), str)), 6),
+  on_busy: rarely(mostly(onBusy, junk), 4),
 });
 const messages = fc.array(rec({ role: mostly(fc.constantFrom('user', 'user', 'assistant', 'system'), str), content: mostly(fc.oneof(text, fc.array(rec({ type: fc.constant('text'), text }), { maxLength: 3 })), junk) }), { maxLength: 4 });
 const completion = (withAgent: boolean) =>
@@ -393,6 +398,7 @@ const mcpImportBody = rec({
 const validLooking: Record<string, fc.Arbitrary<unknown>> = {
   'POST /workflows/v1/workflows': rec({ name: mostly(fc.string({ minLength: 1, maxLength: 30 }), fc.oneof(str, junk)), description: maybe(text), dsl }),
   'POST /workflows/v1/workflows/{wf}/versions': rec({ dsl, activate: maybe(fc.oneof(fc.boolean(), junk)) }),
+  'PATCH /workflows/v1/workflows/{wf}': rec({ name: maybe(fc.oneof(fc.string({ minLength: 1, maxLength: 30 }), junk)), description: maybe(str), on_busy: maybe(mostly(onBusy, junk)) }),
   'POST /workflows/v1/workflows/{wf}/execute': executeBody,
   'POST /workflows/v1/workflows/{wf}/replays': rec({
     version: mostly(fc.integer({ min: 0, max: 3 }), junk),

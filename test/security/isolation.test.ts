@@ -200,6 +200,7 @@ describe('another tenant', () => {
     const workflowProbes: Probe[] = [
       { method: 'GET', path: '/workflows/v1/workflows/{id}' },
       { method: 'GET', path: '/workflows/v1/workflows/{id}/versions' },
+      { method: 'PATCH', path: '/workflows/v1/workflows/{id}', body: () => ({ on_busy: 'enqueue' }) },
       { method: 'POST', path: '/workflows/v1/workflows/{id}/versions', body: () => ({ dsl }) },
       { method: 'POST', path: '/workflows/v1/workflows/{id}/versions/1/activate' },
       { method: 'POST', path: '/workflows/v1/workflows/{id}/versions/1/migrate', body: () => ({ all_paused: true, dry_run: true }) },
@@ -229,7 +230,7 @@ describe('another tenant', () => {
     }
     // the destructive one last: it must not have deleted anything
     await indistinguishable(B.admin, { method: 'DELETE', path: '/workflows/v1/workflows/{id}' }, A.wf);
-    expect((await send(A.admin, 'GET', `/workflows/v1/workflows/${A.wf}`)).json).toMatchObject({ id: A.wf, active_version: 1, latest_version: 1 });
+    expect((await send(A.admin, 'GET', `/workflows/v1/workflows/${A.wf}`)).json).toMatchObject({ id: A.wf, active_version: 1, latest_version: 1, on_busy: { strategy: 'reject' } });
   });
 
   it('gets for A\u2019s run ids and turn numbers what it gets for missing ones', async () => {
@@ -581,6 +582,7 @@ describe('an execute key', () => {
       ['POST', `/workflows/v1/workflows/${A.wf}/versions/1/activate`],
       ['POST', `/workflows/v1/workflows/${A.wf}/versions/1/migrate`, { runs: [A.run], dry_run: true }],
       ['POST', `/workflows/v1/workflows/${A.wf}/versions/1/migrate`, { all_paused: true }],
+      ['PATCH', `/workflows/v1/workflows/${A.wf}`, { on_busy: 'enqueue' }],
       ['DELETE', `/workflows/v1/workflows/${A.wf}`],
       ['DELETE', `/workflows/v1/workflows/${A.wf2}`],
       ['POST', '/workflows/v1/keys', { name: 'escalate', scope: 'admin' }],

@@ -121,6 +121,7 @@ export const ROUTES: readonly Route[] = [
   { method: 'POST', path: '/workflows/v1/workflows', api: 'native', admin: true },
   { method: 'GET', path: '/workflows/v1/workflows', api: 'native' },
   { method: 'GET', path: '/workflows/v1/workflows/{wf}', api: 'native' },
+  { method: 'PATCH', path: '/workflows/v1/workflows/{wf}', api: 'native', admin: true },
   { method: 'DELETE', path: '/workflows/v1/workflows/{wf}', api: 'native', admin: true },
   { method: 'POST', path: '/workflows/v1/workflows/{wf}/versions', api: 'native', admin: true },
   { method: 'GET', path: '/workflows/v1/workflows/{wf}/versions', api: 'native' },

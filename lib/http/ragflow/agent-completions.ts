@@ -9,7 +9,7 @@
  * | `workflow` | new ones, and those a new-session completion started | every canvas event | the last event, with `content` (all messages), `reference`, `structured`, `trace` (return_trace) |
  * | `agent` | created by `POST /agents/{id}/sessions` (or the OpenAI mode) | `node_finished` (its `trace` so far with return_trace), `message`, `message_end`, `user_inputs`, `workflow_finished` reduced to `{usage}` | `message_end` (else the first `user_inputs`), with `content`, `reference`, `usage`, `structured`, `trace` (return_trace) |
  *
- * Easel's own terminal events (`workflow_failed`, `workflow_cancelled`, `workflow_aborted`) go
+ * Easel's own terminal events (`workflow_failed`, `workflow_cancelled`, `workflow_interrupted`, `workflow_aborted`) go
  * out on both paths; on the `agent` path an answer without `message_end` or `user_inputs` is
  * built from them, so a failure is never an empty answer. A turn's `notice` (text sent while a
  * form waits, lib/turns/response.ts) is `data.notice` of an answer, and a `notice` frame
@@ -29,7 +29,7 @@ import { toRagflow } from './envelope';
 
 export type SessionPath = 'workflow' | 'agent';
 
-const EASEL_TERMINALS = new Set(['workflow_failed', 'workflow_cancelled', 'workflow_aborted']);
+const EASEL_TERMINALS = new Set(['workflow_failed', 'workflow_cancelled', 'workflow_interrupted', 'workflow_aborted']);
 const AGENT_PATH_EVENTS = new Set(['node_finished', 'message', 'message_end', 'user_inputs', 'workflow_finished', ...EASEL_TERMINALS]);
 
 interface Frame {

@@ -15,6 +15,8 @@ import type { AppDeps } from '../app';
 import { IDEMPOTENCY_KEY } from '../schemas';
 import { type RagflowEnv, reachableAgent } from './context';
 import { RAGFLOW, RagflowError } from './envelope';
+import { awaitQueuedTurn } from './queued-answer';
+import { TurnQueued } from '../../turns/turn-queued';
 
 export interface Conversation {
   agentId: string;
@@ -65,6 +67,8 @@ export async function conversation(c: Context<RagflowEnv>, deps: AppDeps, agentI
     ...(fields.sessionId ? { runId: fields.sessionId } : { runUserId: newRunUser(principal, runInput.user_id), dialect: 'ragflow' as const, ...(fields.source ? { source: fields.source } : {}) }),
     ...(clientAddress ? { clientAddress } : {}),
     ...(idempotencyKey ? { idempotencyKey } : {}),
+    // a message meeting a turn in flight: as the workflow's on_busy setting says (double-text.ts)
+    onBusy: 'workflow',
     runInput,
   };
   // a keyed new session's id is the key's, so every retry names the same session
@@ -91,16 +95,22 @@ function runInputOf(fields: ConversationFields): RunInput {
 
 /**
  * Runs the turn. RAGFlow clients may send Begin's inputs with every message; once the run is
- * past its first turn and not waiting for a form, they are dropped rather than refused.
+ * past its first turn and not waiting for a form, they are dropped rather than refused. A
+ * message queued behind a turn in flight (the workflow's on_busy) is answered once its own turn
+ * has run, as a replay: RAGFlow's API has no 202 (queued-answer.ts).
  */
 export async function runConversation(deps: AppDeps, conv: Conversation, hooks: { onEvent?: (e: CanvasEvent) => void; onLoaded?: (head: SessionHead) => void } = {}): Promise<TurnResult> {
   const request: TurnRequest = { ...conv.request, ...(hooks.onEvent ? { onEvent: hooks.onEvent } : {}), ...(hooks.onLoaded ? { onLoaded: hooks.onLoaded } : {}) };
   try {
     return await executeTurn(deps.engine, request);
   } catch (error) {
+    if (error instanceof TurnQueued) return awaitQueuedTurn(deps, request.tenant, error);
     if (error instanceof NotWaitingForInputError && request.runInput?.inputs) {
       const { inputs: _dropped, ...rest } = request.runInput;
-      return executeTurn(deps.engine, { ...request, runInput: rest });
+      return executeTurn(deps.engine, { ...request, runInput: rest }).catch((again: unknown) => {
+        if (again instanceof TurnQueued) return awaitQueuedTurn(deps, request.tenant, again);
+        throw again;
+      });
     }
     if (error instanceof NotFoundError && error.what === 'run') throw new RagflowError(RAGFLOW.data, 'Session not found!');
     throw error;

@@ -16,9 +16,13 @@ import { requireWorkflow, RUN_TOKEN_HEADER } from '../auth';
 import { errorResponse, HttpError, INTERNAL_ERROR } from '../errors';
 import { queueTurn } from '../queued-turns';
 import { ErrorSchema, ExecuteBody, IDEMPOTENCY_KEY, TurnResponseSchema, WORKFLOW_ID } from '../schemas';
+import { parseOnBusy } from '../../turns/on-busy';
 import { feedStream, frame, SSE_HEADERS, startStreamedTurn } from '../sse';
 
 const errorJson = (description: string) => ({ description, content: { 'application/json': { schema: ErrorSchema } } });
+const QueuedSchema = z
+  .object({ run_id: z.string(), turn_number: z.number().int(), status: z.enum(['running', 'queued']) })
+  .openapi('TurnAccepted');
 
 export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimits): void {
   const guard = deps.guard ?? new SsrfGuard();
@@ -38,9 +42,13 @@ export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimit
           description: 'the committed turn (JSON), or its events as SSE ending with turn_response / turn_error',
           content: { 'application/json': { schema: TurnResponseSchema }, 'text/event-stream': { schema: z.string() } },
         },
+        202: {
+          description: '`Prefer: respond-async`, a stop that met an async turn, or an input queued by `on_busy`: `{run_id, turn_number, status: "running" | "queued"}` (the turn in flight, or the turn the queued input becomes)',
+          content: { 'application/json': { schema: QueuedSchema } },
+        },
         400: errorJson('invalid request'),
         404: errorJson('no such workflow or run'),
-        409: errorJson('turn_conflict, turn_in_progress, run_finished or not_waiting_for_input'),
+        409: errorJson('turn_conflict, turn_in_progress, run_finished, not_waiting_for_input or inbox_full'),
         422: errorJson('invalid_inputs or idempotency_mismatch'),
         429: errorJson('rate_limited: a quota is spent (`limit` names it); retry after `Retry-After` seconds'),
         503: errorJson('unavailable: nothing was committed, retry with the same Idempotency-Key'),
@@ -75,6 +83,9 @@ export function registerExecuteRoutes(app: App, deps: AppDeps, limits: HttpLimit
         ...(body.run_input ? { runInput: principal.endUser ? { ...runInput, user_id: principal.endUser.id } : runInput } : {}),
         ...(command ? { command } : {}),
         ...(idempotencyKey ? { idempotencyKey } : {}),
+        // against a turn in flight: the body's on_busy, else the workflow's setting (read only then)
+        onBusy: body.on_busy !== undefined ? parseOnBusy(body.on_busy) : 'workflow',
+        ...(body.callback_url !== undefined ? { callbackUrl: body.callback_url } : {}),
       };
       checkFieldSizes(body.run_input, deps.maxFieldBytes ?? 64 * 1024);
       // a callback the worker could never call is refused now, before anything starts

@@ -26,6 +26,7 @@ import { knowledgeWarnings } from '../knowledge-warnings';
 import { decodeCursor, encodeCursor } from '../cursor';
 import { CreateVersion, CreateWorkflow, Cursor, ErrorSchema, Limit, Page, Workflow, WORKFLOW_ID } from '../schemas';
 import { webhookFields } from './webhooks';
+import { onBusyView, parseOnBusy, readOnBusy } from '../../turns/on-busy';
 
 const json = <S extends z.ZodType>(schema: S, description: string) => ({ description, content: { 'application/json': { schema } } });
 const errors = { 400: json(ErrorSchema, 'invalid request or DSL'), 404: json(ErrorSchema, 'not found') };
@@ -56,6 +57,7 @@ export function workflowView(w: StoredWorkflow) {
     latest_version: w.latestVersion,
     created_at: w.createdAt,
     updated_at: w.updatedAt,
+    on_busy: onBusyView(readOnBusy(w.settings.on_busy)),
   };
 }
 
@@ -95,6 +97,7 @@ export function registerWorkflowRoutes(app: App, deps: AppDeps): void {
         ...(template.description ? { description: template.description } : {}),
         canvasType: body.canvas_type ?? null,
         ...(body.canvas_category ? { canvasCategory: body.canvas_category } : {}),
+        ...(body.on_busy !== undefined ? { settings: { on_busy: onBusyView(parseOnBusy(body.on_busy)) } } : {}),
         dsl: prepared.dsl,
       });
       const warnings = [...prepared.warnings, ...(await knowledgeWarnings(deps, principal.tenant, prepared.dsl))];
