@@ -137,8 +137,7 @@ export class Canvas {
   }
 
   get prologue(): string {
-    const entry = this.workflow.node(this.workflow.entryId);
-    return entry.definition.entry?.prologue(entry.params) ?? '';
+    return entryPrologue(this.workflow);
   }
 
   /** The run accepts no further turn. */
@@ -489,4 +488,10 @@ function positive(value: number | undefined, fallback: number): number {
 
 function formatDate(ms: number): string {
   return new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
+}
+
+/** What a workflow's entry (Begin) says before the first turn; '' when it says nothing. */
+export function entryPrologue(workflow: Workflow): string {
+  const entry = workflow.node(workflow.entryId);
+  return entry.definition.entry?.prologue(entry.params) ?? '';
 }

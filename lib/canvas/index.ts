@@ -1,5 +1,5 @@
 /** The engine's public surface. */
-export { type BatchInfo, Canvas, type CanvasOptions, type RunInput, type TurnCheckpoint, type TurnControl, type TurnUsage } from './canvas';
+export { type BatchInfo, Canvas, type CanvasOptions, entryPrologue, type RunInput, type TurnCheckpoint, type TurnControl, type TurnUsage } from './canvas';
 export * from './component';
 export { compileWorkflow, DSL_LIMITS, type Workflow, type WorkflowNode } from './dsl';
 export * from './errors';

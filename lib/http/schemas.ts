@@ -65,6 +65,7 @@ export const Workflow = z
     created_at: z.string(),
     updated_at: z.string(),
     webhook_url: z.string().optional().openapi({ description: 'Admin keys, when the active version\u2019s Begin is in webhook mode: where deliveries go (built on EASEL_PUBLIC_URL)' }),
+    prologue: z.string().optional().openapi({ description: 'What the active version\u2019s Begin says before the first turn, as RAGFlow shows it first in a chat (its `prologue`, RAGFlow\u2019s default greeting when it sets none; empty in webhook mode or with `enablePrologue: false`). In the answers about one workflow, not in listings' }),
     on_busy: z.object({ strategy: z.enum(ON_BUSY_STRATEGIES), if_sync: z.enum(ON_BUSY_IF_SYNC) }).openapi({ description: 'What a turn does when another turn of the run is in flight, unless its request says (docs/double-texting.md)' }),
   })
   .openapi('Workflow');

@@ -112,6 +112,22 @@ describe('the native API scenario', () => {
   });
 });
 
+describe('a workflow’s view', () => {
+  it('says what its active version’s Begin says first, to every key that may read it; nothing when the Begin turns it off', async () => {
+    const wf = await createWorkflow();
+    const admin = await api.call('GET', `/workflows/v1/workflows/${wf}`);
+    expect(admin.json.prologue).toBe("Hello! Let's get you registered.");
+    const executeKey = await api.addKey(api.tenant, 'execute', [wf]);
+    expect((await api.call('GET', `/workflows/v1/workflows/${wf}`, { key: executeKey })).json.prologue).toBe("Hello! Let's get you registered.");
+    // RAGFlow's Begin greets with its default when the DSL sets no prologue
+    const dsl = fixture('form-intake') as { components: { begin: { obj: { params: Record<string, unknown> } } } };
+    delete dsl.components.begin.obj.params.prologue;
+    expect((await api.call('GET', `/workflows/v1/workflows/${await createWorkflow(dsl)}`)).json.prologue).toBe("Hi! I'm your smart assistant. What can I do for you?");
+    dsl.components.begin.obj.params.enablePrologue = false;
+    expect((await api.call('GET', `/workflows/v1/workflows/${await createWorkflow(dsl)}`)).json.prologue).toBe('');
+  });
+});
+
 describe('errors', () => {
   it('answers malformed JSON with 400 invalid_request', async () => {
     const wf = await createWorkflow();

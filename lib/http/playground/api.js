@@ -22,7 +22,6 @@ const PREFIX = route?.[1] ?? '';
 /** The native API of the server that served the page. */
 export const API = `${PREFIX}/workflows/v1`;
 /** The RAGFlow-compatible API of the same server. */
-export const RAGFLOW_API = `${PREFIX}/api/v1`;
 /** `/playground/{workflow_id}` shows that workflow only. */
 export const FIXED_WORKFLOW = route?.[2] ? decodeURIComponent(route[2]) : null;
 
@@ -196,23 +195,16 @@ export async function getJson(path) {
   return (await call(path)).json();
 }
 
-/** RAGFlow's Begin says this when its DSL sets no prologue (lib/components/begin.ts). */
-const DEFAULT_PROLOGUE = "Hi! I'm your smart assistant. What can I do for you?";
-
 /**
- * What a workflow's Begin says first, by Begin's rule (none in webhook mode or with
- * `enablePrologue: false`, RAGFlow's default when it sets none), from its DSL as the
- * RAGFlow-compatible agent view shows it — which admin keys and end-user tokens may read;
- * '' when the key may not. The native workflow view does not carry it.
+ * What a workflow's Begin says first, as the workflow's own view gives it (`prologue`: none in
+ * webhook mode or with `enablePrologue: false`, RAGFlow's default greeting when it sets none);
+ * '' when the key may not read the workflow.
  * @param {string} workflowId @returns {Promise<string>}
  */
 export async function readPrologue(workflowId) {
   try {
-    const body = await (await call(`/agents/${encodeURIComponent(workflowId)}`, {}, RAGFLOW_API)).json();
-    const components = Object.values(body?.code === 0 ? (body.data?.dsl?.components ?? {}) : {});
-    const params = components.find((c) => c?.obj?.component_name === 'Begin')?.obj?.params;
-    if (!params || String(params.mode ?? '').toLowerCase() === 'webhook' || params.enablePrologue === false) return '';
-    return typeof params.prologue === 'string' ? params.prologue : DEFAULT_PROLOGUE;
+    const body = await getJson(`/workflows/${encodeURIComponent(workflowId)}`);
+    return typeof body?.prologue === 'string' ? body.prologue : '';
   } catch {
     return '';
   }

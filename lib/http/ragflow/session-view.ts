@@ -3,7 +3,7 @@
  * first; an assistant message with the references its `message_end` sent, kept in the turn's
  * history), and, when asked, the state as a `dsl` (RAGFlow keeps a copy of the canvas per session).
  */
-import { Canvas } from '../../canvas';
+import { Canvas, entryPrologue } from '../../canvas';
 import { isRecord } from '../../canvas/references';
 import { NotFoundError } from '../../store/errors';
 import type { SessionSummary } from '../../store/session-listing';
@@ -22,7 +22,7 @@ export async function sessionView(engine: TurnEngine, tenant: string, summary: S
   const agentId = summary.workflowId;
   const loaded = await loadSession(store, tenant, summary.id, MESSAGE_TURNS);
   const workflow = await compiledVersion(engine, tenant, agentId, summary.version);
-  const prologue = Canvas.create(workflow, { seed: 0 }).prologue;
+  const prologue = entryPrologue(workflow);
   const messages = [
     ...(prologue ? [{ role: 'assistant', content: prologue }] : []),
     ...(loaded.history as [string, string, unknown?][]).map(([role, content, reference]) => ({

@@ -19,6 +19,7 @@
  */
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
+import { entryPrologue, type Workflow } from '../../canvas';
 import { WEBHOOK_METHODS, type WebhookConfig } from '../../components/webhook-params';
 import { NotFoundError } from '../../store/errors';
 import { ensureWebhook, getWebhook, type Webhook, WEBHOOK_ID, webhookOfWorkflow } from '../../store/webhooks';
@@ -52,7 +53,22 @@ export function webhookUrl(deps: Pick<AppDeps, 'publicUrl'>, webhookId: string):
 export async function webhookFields(deps: AppDeps, tenant: string, w: StoredWorkflow, admin: boolean): Promise<{ webhook_url?: string }> {
   if (w.deleted) return {};
   const workflow = await compiledVersion(deps.engine, tenant, w.id, w.activeVersion).catch(() => undefined);
-  const config = (workflow?.node(workflow.entryId).params as { webhook?: WebhookConfig } | undefined)?.webhook;
+  return workflow ? webhookFieldsOf(deps, tenant, w, workflow, admin) : {};
+}
+
+/**
+ * What the native view of a workflow says of its active version: its Begin's prologue (what
+ * a chat shows first; '' when none) and, in webhook mode, where deliveries go.
+ */
+export async function activeVersionFields(deps: AppDeps, tenant: string, w: StoredWorkflow, admin: boolean): Promise<{ prologue: string; webhook_url?: string }> {
+  if (w.deleted) return { prologue: '' };
+  const workflow = await compiledVersion(deps.engine, tenant, w.id, w.activeVersion).catch(() => undefined);
+  if (!workflow) return { prologue: '' };
+  return { prologue: entryPrologue(workflow), ...(await webhookFieldsOf(deps, tenant, w, workflow, admin)) };
+}
+
+async function webhookFieldsOf(deps: AppDeps, tenant: string, w: StoredWorkflow, workflow: Workflow, admin: boolean): Promise<{ webhook_url?: string }> {
+  const config = (workflow.node(workflow.entryId).params as { webhook?: WebhookConfig } | undefined)?.webhook;
   if (!config) return {};
   const anonymous = !config.security || config.security.auth_type === 'none';
   if (anonymous && !admin) return {};

@@ -12,7 +12,7 @@ import type { App, AppDeps } from '../app';
 import { requireAdmin } from '../auth';
 import { ErrorSchema, UpdateWorkflow, Workflow, WORKFLOW_ID } from '../schemas';
 import { workflowView } from './workflows';
-import { webhookFields } from './webhooks';
+import { activeVersionFields } from './webhooks';
 
 const json = <S extends z.ZodType>(schema: S, description: string) => ({ description, content: { 'application/json': { schema } } });
 
@@ -39,7 +39,7 @@ export function registerWorkflowSettingsRoutes(app: App, deps: AppDeps): void {
         ...(body.on_busy !== undefined ? { settings: { ...current.settings, on_busy: onBusyView(parseOnBusy(body.on_busy)) } } : {}),
       });
       const updated = await getWorkflow(store, principal.tenant, id);
-      return c.json({ ...workflowView(updated), ...(await webhookFields(deps, principal.tenant, updated, true)) }, 200);
+      return c.json({ ...workflowView(updated), ...(await activeVersionFields(deps, principal.tenant, updated, true)) }, 200);
     },
   );
 }

@@ -25,7 +25,7 @@ import { prepareImport } from '../dsl-import';
 import { knowledgeWarnings } from '../knowledge-warnings';
 import { decodeCursor, encodeCursor } from '../cursor';
 import { CreateVersion, CreateWorkflow, Cursor, ErrorSchema, Limit, Page, Workflow, WORKFLOW_ID } from '../schemas';
-import { webhookFields } from './webhooks';
+import { activeVersionFields } from './webhooks';
 import { onBusyView, parseOnBusy, readOnBusy } from '../../turns/on-busy';
 
 const json = <S extends z.ZodType>(schema: S, description: string) => ({ description, content: { 'application/json': { schema } } });
@@ -63,7 +63,7 @@ export function workflowView(w: StoredWorkflow) {
 
 export function registerWorkflowRoutes(app: App, deps: AppDeps): void {
   const { store, registry } = deps.engine;
-  const view = async (principal: Principal, w: StoredWorkflow) => ({ ...workflowView(w), ...(await webhookFields(deps, principal.tenant, w, principal.scope === 'admin')) });
+  const view = async (principal: Principal, w: StoredWorkflow) => ({ ...workflowView(w), ...(await activeVersionFields(deps, principal.tenant, w, principal.scope === 'admin')) });
   const live = async (tenant: string, id: string) => {
     const w = await getWorkflow(store, tenant, id);
     if (w.deleted) throw new NotFoundError('workflow');
