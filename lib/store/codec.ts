@@ -92,9 +92,14 @@ export function encodeParts(parts: Record<string, unknown>, thresholds: Record<s
   return { bytes: codec === 'dict1' ? deflateWithDictionary(json) : compress(json), blobs };
 }
 
+/** Every part of an `encodeParts` payload as stored: long strings left as blob references. */
+export function rawParts(bytes: Uint8Array, codec: PartsCodec): Record<string, unknown> {
+  return JSON.parse(codec === 'dict1' ? inflateWithDictionary(bytes) : decompress(bytes)) as Record<string, unknown>;
+}
+
 /** The parts `wanted` of an `encodeParts` payload; `blobs` need hold only theirs. */
 export function decodeParts(bytes: Uint8Array, wanted: readonly string[], blobs: ReadonlyMap<string, string>, codec: PartsCodec): Record<string, unknown> {
-  const all = JSON.parse(codec === 'dict1' ? inflateWithDictionary(bytes) : decompress(bytes)) as Record<string, unknown>;
+  const all = rawParts(bytes, codec);
   const out: Record<string, unknown> = {};
   for (const name of wanted) {
     if (!(name in all)) continue;

@@ -13,16 +13,15 @@
  * Reading also covers the recorded runs' turns (request, response, call records), without their
  * state, a page of turns at a time.
  */
-import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { readBlobs } from './blobs';
-import { decode, decompress, encode } from './codec';
+import { decode, encode } from './codec';
 import { backoff, call, capacityParam, ConditionFailed, isExpired, queryAll, reportCapacity, type StoreContext } from './dynamo';
 import { EaselError } from '../errors';
 import { keys } from './item-keys';
 import { listSessions } from './session-listing';
 import { deleteKeys } from './partitions';
-import { partsOf, toTurn, type TurnRecord } from './sessions';
-import { isRecordItem } from './turn-slot';
+import { partsOf, rawStateOf, toTurn, turnRecordItems, type TurnRecord } from './sessions';
 
 export interface ReplayJob {
   tenant: string;
@@ -183,23 +182,7 @@ export interface RecordedTurn extends TurnRecord {
 
 /** Committed turns of a run in order, after `after` (exclusive), at most `limit`, without their state. */
 export async function readRecordedTurns(ctx: StoreContext, tenant: string, runId: string, after: number, limit: number): Promise<{ turns: RecordedTurn[]; more: boolean }> {
-  const pk = keys.session(tenant, runId);
-  const { Items: read = [], LastEvaluatedKey } = await call('read the recorded turns', () =>
-    ctx.doc.send(new QueryCommand({
-      TableName: ctx.table,
-      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-      ExpressionAttributeValues: { ':pk': pk, ':from': keys.turn(after + 1), ':to': keys.turn(99_999_999) },
-      Limit: limit,
-      ConsistentRead: true,
-      ...capacityParam(ctx),
-    })).then((out) => {
-      reportCapacity(ctx, 'replay', 'read', out.ConsumedCapacity);
-      return out;
-    }),
-  );
-  // the claim of a turn in flight sorts after the last committed turn
-  const items = read.filter(isRecordItem);
-  const more = LastEvaluatedKey !== undefined && items.length === read.length;
+  const { pk, items, more } = await turnRecordItems(ctx, tenant, runId, after, limit, 'replay');
   const blobs = await readBlobs(ctx, pk, items.flatMap((i) => ['rb', 'qb', 'cb'].flatMap((part) => (i[part] as string[] | undefined) ?? [])));
   return {
     turns: items.map((i) => {
@@ -222,9 +205,8 @@ export async function readRecordedTurns(ctx: StoreContext, tenant: string, runId
  * undefined for records written before the parts shared one stream.
  */
 function dateOf(item: Record<string, unknown>): string | undefined {
-  if (!(item.p instanceof Uint8Array)) return undefined;
-  const state = (JSON.parse(decompress(item.p)) as { s?: { globals?: Record<string, unknown> } }).s;
-  const date = state?.globals?.['sys.date'];
+  const globals = rawStateOf(item)?.globals as Record<string, unknown> | undefined;
+  const date = globals?.['sys.date'];
   return typeof date === 'string' ? date : undefined;
 }
 

@@ -25,7 +25,7 @@
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { EaselError } from '../errors';
 import { itemSize, readBlobs, writeBlobs } from './blobs';
-import { BLOB_THRESHOLD, decode, decodeParts, encodeParts } from './codec';
+import { BLOB_THRESHOLD, decode, decodeParts, encodeParts, rawParts } from './codec';
 import { sweepDeletedSession } from './deletion';
 import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
 import { NotFoundError, RunExistsError } from './errors';
@@ -578,21 +578,33 @@ export async function getTurn(ctx: StoreContext, tenant: string, id: string, tur
   };
 }
 
-/** Committed turns in order, from `after` (exclusive), without their state. */
-export async function listTurns(ctx: StoreContext, tenant: string, id: string, after: number, limit: number): Promise<{ turns: (TurnRecord & { response: string; request: unknown })[]; more: boolean }> {
+/**
+ * The record items of a run's committed turns in order, from `after` (exclusive), at most
+ * `limit`; `more` when the run has more. `operation` names the reads for the capacity listener.
+ */
+export async function turnRecordItems(ctx: StoreContext, tenant: string, id: string, after: number, limit: number, operation = 'turns'): Promise<{ pk: string; items: Record<string, unknown>[]; more: boolean }> {
   const pk = keys.session(tenant, id);
-  const { Items: read = [], LastEvaluatedKey } = await call('list the turns', () =>
+  const { Items: read = [], LastEvaluatedKey } = await call('read the turns', () =>
     ctx.doc.send(new QueryCommand({
       TableName: ctx.table,
       KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
       ExpressionAttributeValues: { ':pk': pk, ':from': keys.turn(after + 1), ':to': keys.turn(99_999_999) },
       Limit: limit,
       ConsistentRead: true,
-    })),
+      ...capacityParam(ctx),
+    })).then((out) => {
+      reportCapacity(ctx, operation, 'read', out.ConsumedCapacity);
+      return out;
+    }),
   );
   // the claim of a turn in flight (or a deleted session's tombstone) sorts after the last committed turn
-  const Items = read.filter(isRecordItem);
-  const more = LastEvaluatedKey !== undefined && Items.length === read.length;
+  const items = read.filter(isRecordItem);
+  return { pk, items, more: LastEvaluatedKey !== undefined && items.length === read.length };
+}
+
+/** Committed turns in order, from `after` (exclusive), without their state. */
+export async function listTurns(ctx: StoreContext, tenant: string, id: string, after: number, limit: number): Promise<{ turns: (TurnRecord & { response: string; request: unknown })[]; more: boolean }> {
+  const { pk, items: Items, more } = await turnRecordItems(ctx, tenant, id, after, limit);
   const blobs = await readBlobs(ctx, pk, Items.flatMap((i) => [...((i.rb as string[]) ?? []), ...((i.qb as string[]) ?? [])]));
   return {
     turns: Items.map((i) => {
@@ -640,6 +652,17 @@ function responsePart(body: string): { R: unknown } | { r: string } {
     // not JSON: kept as it is
   }
   return { r: body };
+}
+
+/**
+ * A turn record's state as stored, its long strings left as blob references: for reading a
+ * short value (`sys.date`, say) without fetching blobs. Undefined for records written before
+ * the parts shared one stream.
+ */
+export function rawStateOf(item: Record<string, unknown>): Record<string, unknown> | undefined {
+  const parts = item.z instanceof Uint8Array ? rawParts(item.z, 'dict1') : item.p instanceof Uint8Array ? rawParts(item.p, 'brotli') : undefined;
+  const state = parts?.s;
+  return state !== null && typeof state === 'object' ? (state as Record<string, unknown>) : undefined;
 }
 
 function headItem(h: SessionHead): Record<string, unknown> {

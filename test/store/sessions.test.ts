@@ -11,7 +11,7 @@ import { LOCAL_CREDENTIALS } from '../../lib/store/setup';
 import { deleteSession } from '../../lib/store/deletion';
 import { listSessions } from '../../lib/store/session-listing';
 import { encode, encodeParts } from '../../lib/store/codec';
-import { getHead, getTurn, loadSession, partsOf } from '../../lib/store/sessions';
+import { getHead, getTurn, loadSession, partsOf, rawStateOf } from '../../lib/store/sessions';
 import { DELETED_SESSION_TTL_SECONDS, MAX_SLOT_READ_AGE_MS } from '../../lib/store/turn-slot';
 import { createRun, executeTurn, newRunId } from '../../lib/turns/execute';
 import { fixture, steppingClock } from '../helpers/canvas';
@@ -273,5 +273,16 @@ describe('turn records written in earlier layouts', () => {
     const r = await firstRecord();
     await r.rewrite({ p: encodeParts({ s: r.parts.s, h: r.parts.h, q: r.parts.q, r: r.parts.r }, {}, 'brotli').bytes });
     await readsAndGoesOn(r);
+  });
+
+  it('give their state as stored, without its blobs, in either stream layout', async () => {
+    const r = await firstRecord();
+    const date = (r.parts.s as { globals: Record<string, unknown> }).globals['sys.date'];
+    expect(date).toEqual(expect.any(String));
+    const { doc, tableName } = testTable();
+    const read = async () => (await doc.send(new GetCommand({ TableName: tableName, Key: { pk: keys.session(r.tenant, r.runId), sk: keys.turn(1) } }))).Item as Record<string, unknown>;
+    expect(rawStateOf(await read())?.globals).toMatchObject({ 'sys.date': date });
+    await r.rewrite({ p: encodeParts({ s: r.parts.s, h: r.parts.h, q: r.parts.q, r: r.parts.r }, {}, 'brotli').bytes });
+    expect(rawStateOf(await read())?.globals).toMatchObject({ 'sys.date': date });
   });
 });
