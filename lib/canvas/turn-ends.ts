@@ -167,10 +167,8 @@ export function* finishedOrDeferred(core: CanvasCore, id: string, startedAt: num
 }
 
 export function finished(core: CanvasCore, id: string, startedAt: number, error: string | null): CanvasEvent {
-  const outputs = dict();
-  for (const [k, v] of Object.entries(core.state.nodes[id]?.outputs ?? {})) {
-    outputs[k] = v instanceof TextStream ? v.partialText() : v;
-  }
+  // own properties whatever the names (`__proto__` included), and a fast object to serialize
+  const outputs = Object.fromEntries(Object.entries(core.state.nodes[id]?.outputs ?? {}).map(([k, v]) => [k, v instanceof TextStream ? v.partialText() : v]));
   return event('node_finished', {
     ...nodeInfo(core, id, startedAt),
     inputs: null,
