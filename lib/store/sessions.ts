@@ -25,7 +25,7 @@
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { EaselError } from '../errors';
 import { itemSize, readBlobs, writeBlobs } from './blobs';
-import { BLOB_THRESHOLD, decode, decodeParts, encodeParts } from './codec';
+import { BLOB_THRESHOLD, decode, decodeParts, decompress, encodeParts, rawParts } from './codec';
 import { sweepDeletedSession } from './deletion';
 import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
 import { NotFoundError, RunExistsError } from './errors';
@@ -556,6 +556,19 @@ export function partsOf(item: Record<string, unknown>, wanted: readonly string[]
   if (item.p instanceof Uint8Array) return decodeParts(item.p, wanted, blobs, 'brotli');
   const out: Record<string, unknown> = {};
   for (const part of wanted) if (item[part] instanceof Uint8Array) out[part] = decode(item[part] as Uint8Array, blobs);
+  return out;
+}
+
+/**
+ * Every part of a turn record, parsed, blob references left in place (codec `revive` fills
+ * them in): a reader that wants a piece of a part reads only the blobs that piece needs.
+ * Records that keep an attribute per part are read for the parts `wanted`.
+ */
+export function rawPartsOf(item: Record<string, unknown>, wanted: readonly string[]): Record<string, unknown> {
+  if (item.z instanceof Uint8Array) return rawParts(item.z, 'dict1');
+  if (item.p instanceof Uint8Array) return rawParts(item.p, 'brotli');
+  const out: Record<string, unknown> = {};
+  for (const part of wanted) if (item[part] instanceof Uint8Array) out[part] = JSON.parse(decompress(item[part] as Uint8Array));
   return out;
 }
 
