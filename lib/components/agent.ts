@@ -266,7 +266,7 @@ async function* runRounds(
     const calls: ToolCall[] = [];
     const options: ChatOptions = { messages: [...messages], ...(last ? {} : { tools: tools.map((t) => t.spec) }), ...samplingOptions(p) };
     // a round that failed is asked again
-    const recorded = answered(rounds.ctx.recordedCall({ kind: 'model', name: model.id, request: modelCallRequest(model, options) }));
+    const recorded = answered(rounds.ctx.recordedCall({ kind: 'model', name: model.id, request: modelCallRequest(model, options) }, (c) => answered(c) !== undefined));
     try {
       for await (const event of recorded ? recordedChat(recorded) : model.chat({ ...options, signal: rounds.signal })) {
         if (event.type === 'text') {
@@ -385,7 +385,7 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
   // a sub-Agent runs again, its own rounds and calls answered from their records; its record,
   // if the batch had completed it, is passed over once it has (it comes after theirs)
   const nested = bound.tool.nested === true;
-  const replayed = nested ? undefined : recordedOutcome(rounds.ctx.recordedCall({ kind: 'tool', name: call.name, request }));
+  const replayed = nested ? undefined : recordedOutcome(rounds.ctx.recordedCall({ kind: 'tool', name: call.name, request }, (c) => recordedOutcome(c) !== undefined));
   let outcome: SettledOutcome;
   let passedOver = false;
   try {
