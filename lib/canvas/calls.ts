@@ -71,7 +71,12 @@ export interface CallReport {
  * of a recorded turn when the run is replayed against another version. Undefined: make the call.
  */
 export interface CallSource {
-  take(componentId: string, path: readonly string[], call: Pick<CallReport, 'kind' | 'name' | 'request'>): CompletedCall | undefined;
+  /**
+   * `accept`: whether the component can answer the call from this record (a retrieval's
+   * chunks may be gone, a tool's references kept by id). A record it cannot answer from is used
+   * up all the same — the call is made instead — and is not counted as answered.
+   */
+  take(componentId: string, path: readonly string[], call: Pick<CallReport, 'kind' | 'name' | 'request'>, accept?: (call: CompletedCall) => boolean): CompletedCall | undefined;
 }
 
 /** A call of the batch in flight, as a checkpoint keeps it for the batch to run again. */
@@ -181,8 +186,8 @@ export class CallReplay implements CallSource {
     }
   }
 
-  /** The record of this call, if the batch completed it before; undefined: make it. */
-  take(componentId: string, path: readonly string[], call: Pick<CallReport, 'kind' | 'name' | 'request'>): CompletedCall | undefined {
+  /** The record of this call, if the batch completed it before and `accept` takes it; undefined: make it. */
+  take(componentId: string, path: readonly string[], call: Pick<CallReport, 'kind' | 'name' | 'request'>, accept?: (call: CompletedCall) => boolean): CompletedCall | undefined {
     const key = callKey(componentId, path);
     const list = this.pending.get(key);
     if (!list || list.length === 0) return undefined;
@@ -190,6 +195,7 @@ export class CallReplay implements CallSource {
     const at = list.findIndex((c) => c.record.kind === call.kind && c.record.name === call.name && c.record.request_hash === hash);
     if (at < 0) return undefined;
     const [found] = list.splice(at, 1) as [CompletedCall];
+    if (accept && !accept(found)) return undefined;
     this.replayed++;
     return found;
   }

@@ -401,9 +401,9 @@ export class Canvas {
       services: this.services,
       onHistory: (entry) => core.turnHistory.push(entry),
       recordCall: (componentId, report) => core.calls.add(componentId, this.workflow.containersOf(componentId), report),
-      replayCall: (componentId, call) => {
+      replayCall: (componentId, call, accept) => {
         const path = this.workflow.containersOf(componentId);
-        return core.replay?.take(componentId, path, call) ?? control.recorded?.take(componentId, path, call);
+        return core.replay?.take(componentId, path, call, accept) ?? control.recorded?.take(componentId, path, call, accept);
       },
       callCompleted: () => callCompleted(core, control),
       recordUsage: (u) => {

@@ -73,9 +73,11 @@ export interface ComponentContext {
    * The outcome of this call as the turn recorded it before it was interrupted: a resumed
    * batch runs again, and answers from here the calls it had completed (see calls.ts). The
    * component reports the call as usual (`recordCall`) with the recorded outcome. Undefined:
-   * make the call; so too when the record is of a failure that may not be final.
+   * make the call; so too when the record is of a failure that may not be final. `accept` says
+   * whether the component can answer from a record (see `CallSource.take`): one it cannot is
+   * not counted as answered.
    */
-  recordedCall(call: Pick<CallReport, 'kind' | 'name' | 'request'>): CompletedCall | undefined;
+  recordedCall(call: Pick<CallReport, 'kind' | 'name' | 'request'>, accept?: (call: CompletedCall) => boolean): CompletedCall | undefined;
   /**
    * Awaited after a call made and recorded mid-invocation (an Agent's model round or tool
    * call): an async turn keeps a checkpoint of it, so a crash repeats at most the call in

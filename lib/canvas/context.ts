@@ -37,7 +37,7 @@ export interface RunScope {
   /** Records a call outside the run (see calls.ts). */
   recordCall?(componentId: string, report: CallReport): void;
   /** The recorded outcome of a call of the batch in flight (a resumed turn), if there is one. */
-  replayCall?(componentId: string, call: Pick<CallReport, 'kind' | 'name' | 'request'>): CompletedCall | undefined;
+  replayCall?(componentId: string, call: Pick<CallReport, 'kind' | 'name' | 'request'>, accept?: (call: CompletedCall) => boolean): CompletedCall | undefined;
   /** Keeps a checkpoint of the calls completed so far, where the turn keeps checkpoints. */
   callCompleted?(): Promise<void>;
   /** Told of every history entry added (with the references its message sent), so a store can keep per-turn deltas. */
@@ -176,8 +176,8 @@ export class NodeContext implements ComponentContext {
     this.scope.recordCall?.(this.componentId, report);
   }
 
-  recordedCall(call: Pick<CallReport, 'kind' | 'name' | 'request'>): CompletedCall | undefined {
-    return this.scope.replayCall?.(this.componentId, call);
+  recordedCall(call: Pick<CallReport, 'kind' | 'name' | 'request'>, accept?: (call: CompletedCall) => boolean): CompletedCall | undefined {
+    return this.scope.replayCall?.(this.componentId, call, accept);
   }
 
   async callCompleted(): Promise<void> {

@@ -266,7 +266,7 @@ async function* runRounds(
     const calls: ToolCall[] = [];
     const options: ChatOptions = { messages: [...messages], ...(last ? {} : { tools: tools.map((t) => t.spec) }), ...samplingOptions(p) };
     // a round that failed is asked again
-    const recorded = answered(rounds.ctx.recordedCall({ kind: 'model', name: model.id, request: modelCallRequest(model, options) }));
+    const recorded = answered(rounds.ctx.recordedCall({ kind: 'model', name: model.id, request: modelCallRequest(model, options) }, (c) => answered(c) !== undefined));
     try {
       for await (const event of recorded ? recordedChat(recorded) : model.chat({ ...options, signal: rounds.signal })) {
         if (event.type === 'text') {
@@ -382,18 +382,20 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
     if (decision.decision === 'reject') return rejection(decision);
     if (decision.arguments) request = { tool: call.name, arguments: decision.arguments };
   }
+  // the call as recorded: with the tool's settings, so a version that changes them calls again
+  const recordedAs = bound.tool.settings === undefined ? request : { ...request, settings: bound.tool.settings };
   // a sub-Agent runs again, its own rounds and calls answered from their records; its record,
   // if the batch had completed it, is passed over once it has (it comes after theirs)
   const nested = bound.tool.nested === true;
-  const replayed = nested ? undefined : recordedOutcome(rounds.ctx.recordedCall({ kind: 'tool', name: call.name, request }));
+  const replayed = nested ? undefined : recordedOutcome(rounds.ctx.recordedCall({ kind: 'tool', name: call.name, request: recordedAs }, (c) => recordedOutcome(c) !== undefined));
   let outcome: SettledOutcome;
   let passedOver = false;
   try {
     outcome = replayed ?? (await callTool(bound.tool, request.arguments, ctx, rounds.registry, call.name));
-    passedOver = nested && rounds.ctx.recordedCall({ kind: 'tool', name: call.name, request }) !== undefined;
+    passedOver = nested && rounds.ctx.recordedCall({ kind: 'tool', name: call.name, request: recordedAs }) !== undefined;
   } catch (error) {
     // a sub-Agent that paused made no call of its own here: it runs again when answered
-    if (!(error instanceof PauseRequest)) rounds.ctx.recordCall({ kind: 'tool', name: call.name, request, error: error instanceof Error ? error.message : String(error) });
+    if (!(error instanceof PauseRequest)) rounds.ctx.recordCall({ kind: 'tool', name: call.name, request: recordedAs, error: error instanceof Error ? error.message : String(error) });
     throw error;
   }
   // a tool of another kind may hand back anything: only lists are taken
@@ -401,7 +403,7 @@ async function callOne(call: ToolCall, tools: readonly BoundTool[], rounds: Roun
   rounds.ctx.recordCall({
     kind: 'tool',
     name: call.name,
-    request,
+    request: recordedAs,
     ...(replayed || passedOver ? { replayed: true } : {}),
     ...(outcome.kind === 'result'
       ? {

@@ -5,7 +5,9 @@
  * retriever returned them; the chunks join the pass's references, which every later
  * `message_end` carries. An empty query, or nothing found, gives `empty_response` (and `json`
  * empty). It reaches outside the run: an async turn keeps a checkpoint after it, so it is
- * never made twice for one turn.
+ * never made twice for one turn; a batch run again from a checkpoint taken inside it (an Agent
+ * beside it made a call) answers it from the checkpoint, and a replay against another version
+ * from the recorded turn's state (recorded-retrieval.ts).
  *
  * `query` is a reference (`{sys.query}`, `Agent:X@content`, with or without braces) or text
  * with references in it; the knowledge bases are `dataset_ids` (else RAGFlow's `kb_ids`) —
@@ -41,6 +43,7 @@ export const retrieval = defineComponent({
       signal: ctx.signal,
       get: (reference) => ctx.get(reference),
       record: (report) => ctx.recordCall(report),
+      recorded: (call, accept) => ctx.recordedCall(call, accept),
       who: ctx.componentId,
     });
     if (result.chunks.length === 0) return { outputs: { formalized_content: p.empty_response, json: [] } };

@@ -43,8 +43,8 @@ function fromRef(v: unknown, blobs: ReadonlyMap<string, string>): unknown {
   return text;
 }
 
-/** Blob references in a parsed value replaced by their text (in place, bottom up). */
-function revive(v: unknown, blobs: ReadonlyMap<string, string>): unknown {
+/** Blob references in a parsed value (`rawParts`) replaced by their text (in place, bottom up). */
+export function revive(v: unknown, blobs: ReadonlyMap<string, string>): unknown {
   if (v === null || typeof v !== 'object') return v;
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) v[i] = revive(v[i], blobs);
@@ -92,11 +92,6 @@ export function encodeParts(parts: Record<string, unknown>, thresholds: Record<s
   return { bytes: codec === 'dict1' ? deflateWithDictionary(json) : compress(json), blobs };
 }
 
-/** Every part of an `encodeParts` payload as stored: long strings left as blob references. */
-export function rawParts(bytes: Uint8Array, codec: PartsCodec): Record<string, unknown> {
-  return JSON.parse(codec === 'dict1' ? inflateWithDictionary(bytes) : decompress(bytes)) as Record<string, unknown>;
-}
-
 /** The parts `wanted` of an `encodeParts` payload; `blobs` need hold only theirs. */
 export function decodeParts(bytes: Uint8Array, wanted: readonly string[], blobs: ReadonlyMap<string, string>, codec: PartsCodec): Record<string, unknown> {
   const all = rawParts(bytes, codec);
@@ -106,6 +101,28 @@ export function decodeParts(bytes: Uint8Array, wanted: readonly string[], blobs:
     out[name] = revive(all[name], blobs);
   }
   return out;
+}
+
+/**
+ * Every part of an `encodeParts` payload, parsed, its blob references left as they are: a
+ * reader that wants a piece of a part finds the blobs that piece needs (`blobHashes`) and
+ * fills them in (`revive`).
+ */
+export function rawParts(bytes: Uint8Array, codec: PartsCodec): Record<string, unknown> {
+  return JSON.parse(codec === 'dict1' ? inflateWithDictionary(bytes) : decompress(bytes)) as Record<string, unknown>;
+}
+
+/** The hashes of the blobs a parsed value refers to. */
+export function blobHashes(v: unknown, into: Set<string> = new Set()): Set<string> {
+  if (v === null || typeof v !== 'object') return into;
+  if (Array.isArray(v)) {
+    for (const item of v) blobHashes(item, into);
+    return into;
+  }
+  const record = v as Record<string, unknown>;
+  if (typeof record[REF] === 'string') into.add(record[REF]);
+  else for (const value of Object.values(record)) blobHashes(value, into);
+  return into;
 }
 
 export function compress(text: string): Uint8Array {

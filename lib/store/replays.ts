@@ -10,18 +10,18 @@
  *
  * A page is written whole after each of its runs, progress and results together: a page done
  * again (a worker crashed, a message came twice) overwrites itself, so nothing counts twice.
- * Reading also covers the recorded runs' turns (request, response, call records), without their
- * state, a page of turns at a time.
+ * Reading also covers the recorded runs' turns (request, response, call records, and of their
+ * state only the outputs asked for), a page of turns at a time.
  */
 import { BatchWriteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { readBlobs } from './blobs';
-import { decode, encode } from './codec';
+import { blobHashes, decode, encode, revive } from './codec';
 import { backoff, call, capacityParam, ConditionFailed, isExpired, queryAll, reportCapacity, type StoreContext } from './dynamo';
 import { EaselError } from '../errors';
 import { keys } from './item-keys';
 import { listSessions } from './session-listing';
 import { deleteKeys } from './partitions';
-import { partsOf, rawStateOf, toTurn, turnRecordItems, type TurnRecord } from './sessions';
+import { rawPartsOf, toTurn, turnRecordItems, type TurnRecord } from './sessions';
 
 export interface ReplayJob {
   tenant: string;
@@ -178,21 +178,54 @@ export interface RecordedTurn extends TurnRecord {
   calls: { records: unknown[]; dropped: number };
   /** `sys.date` as the turn set it (the second it started), when its state says. */
   date?: string;
+  /**
+   * Outputs the turn's state held at its end, by component and output name: those `outputsOf`
+   * named (absent ones are left out).
+   */
+  outputs: Record<string, Record<string, unknown>>;
 }
 
-/** Committed turns of a run in order, after `after` (exclusive), at most `limit`, without their state. */
-export async function readRecordedTurns(ctx: StoreContext, tenant: string, runId: string, after: number, limit: number): Promise<{ turns: RecordedTurn[]; more: boolean }> {
+/** One output of a component, as `readRecordedTurns` is asked for it. */
+export interface OutputName {
+  component: string;
+  output: string;
+}
+
+/**
+ * Committed turns of a run in order, after `after` (exclusive), at most `limit`: their request,
+ * response and calls, and of their state `sys.date` and the outputs `outputsOf` names for each
+ * (told the turn's calls as stored: a long string in them is still a blob reference), reading
+ * only the blobs those need: one Query and one read of blobs.
+ */
+export async function readRecordedTurns(
+  ctx: StoreContext,
+  tenant: string,
+  runId: string,
+  after: number,
+  limit: number,
+  outputsOf: (calls: RecordedTurn['calls']) => readonly OutputName[] = () => [],
+): Promise<{ turns: RecordedTurn[]; more: boolean }> {
   const { pk, items, more } = await turnRecordItems(ctx, tenant, runId, after, limit, 'replay');
-  const blobs = await readBlobs(ctx, pk, items.flatMap((i) => ['rb', 'qb', 'cb'].flatMap((part) => (i[part] as string[] | undefined) ?? [])));
+  const raw = items.map((i) => {
+    const parts = rawPartsOf(i, ['r', 'q', 'c', 's']);
+    const calls = (parts.c as RecordedTurn['calls'] | undefined) ?? { records: [], dropped: 0 };
+    return { item: i, parts, outputs: pickOutputs(parts.s, outputsOf(calls)) };
+  });
+  const wanted = new Set<string>();
+  for (const { item, outputs } of raw) {
+    for (const part of ['rb', 'qb', 'cb']) for (const hash of (item[part] as string[] | undefined) ?? []) wanted.add(hash);
+    blobHashes(outputs, wanted);
+  }
+  const blobs = await readBlobs(ctx, pk, [...wanted]);
   return {
-    turns: items.map((i) => {
-      const parts = partsOf(i, ['r', 'q', 'c'], blobs);
-      const date = dateOf(i);
+    turns: raw.map(({ item, parts, outputs }) => {
+      const date = dateOf(parts.s);
       return {
-        ...toTurn(i),
-        request: parts.q,
-        response: parts.r as string,
-        calls: (parts.c as RecordedTurn['calls'] | undefined) ?? { records: [], dropped: 0 },
+        ...toTurn(item),
+        request: revive(parts.q, blobs),
+        response: 'R' in parts ? JSON.stringify(revive(parts.R, blobs)) : (revive(parts.r, blobs) as string),
+        calls: (revive(parts.c, blobs) as RecordedTurn['calls'] | undefined) ?? { records: [], dropped: 0 },
+        outputs: revive(outputs, blobs) as RecordedTurn['outputs'],
         ...(date !== undefined ? { date } : {}),
       };
     }),
@@ -200,14 +233,29 @@ export async function readRecordedTurns(ctx: StoreContext, tenant: string, runId
   };
 }
 
-/**
- * `sys.date` from a turn record's state, read without its blobs (a short string is never one);
- * undefined for records written before the parts shared one stream.
- */
-function dateOf(item: Record<string, unknown>): string | undefined {
-  const globals = rawStateOf(item)?.globals as Record<string, unknown> | undefined;
+/** The named outputs of a state as stored (blob references still in them). */
+function pickOutputs(state: unknown, names: readonly OutputName[]): RecordedTurn['outputs'] {
+  // null prototypes: component ids are the tenant's, and any string is an ordinary key here
+  const out = Object.create(null) as RecordedTurn['outputs'];
+  const nodes = isObject(state) && isObject(state.nodes) ? state.nodes : {};
+  for (const { component, output } of names) {
+    const node = Object.hasOwn(nodes, component) ? nodes[component] : undefined;
+    const outputs = isObject(node) && isObject(node.outputs) ? node.outputs : undefined;
+    if (!outputs || !Object.hasOwn(outputs, output)) continue;
+    (out[component] ??= Object.create(null) as Record<string, unknown>)[output] = outputs[output];
+  }
+  return out;
+}
+
+/** `sys.date` from a turn's state (a short string is never a blob). */
+function dateOf(state: unknown): string | undefined {
+  const globals = isObject(state) && isObject(state.globals) ? state.globals : undefined;
   const date = globals?.['sys.date'];
   return typeof date === 'string' ? date : undefined;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function jobItem(job: ReplayJob): Record<string, unknown> {

@@ -3,7 +3,7 @@
  * layouts records have been written in), the head item and what it lists, and the domain
  * shapes read back from them. sessions.ts reads and writes them; listings and replays read them.
  */
-import { BLOB_THRESHOLD, decode, decodeParts, rawParts } from './codec';
+import { BLOB_THRESHOLD, decode, decodeParts, decompress, rawParts } from './codec';
 import { keys, SESSION_HEAD_SK, turnFromSk } from './item-keys';
 import type { SessionHead, TurnRecord } from './sessions';
 import { runStatusOf } from './turn-slot';
@@ -46,13 +46,21 @@ export function responsePart(body: string): { R: unknown } | { r: string } {
 }
 
 /**
- * A turn record's state as stored, its long strings left as blob references: for reading a
- * short value (`sys.date`, say) without fetching blobs. Undefined for records written before
- * the parts shared one stream.
+ * Every part of a turn record, parsed, blob references left in place (codec `revive` fills
+ * them in): a reader that wants a piece of a part reads only the blobs that piece needs.
+ * Records that keep an attribute per part are read for the parts `wanted`.
  */
+export function rawPartsOf(item: Record<string, unknown>, wanted: readonly string[]): Record<string, unknown> {
+  if (item.z instanceof Uint8Array) return rawParts(item.z, 'dict1');
+  if (item.p instanceof Uint8Array) return rawParts(item.p, 'brotli');
+  const out: Record<string, unknown> = {};
+  for (const part of wanted) if (item[part] instanceof Uint8Array) out[part] = JSON.parse(decompress(item[part] as Uint8Array));
+  return out;
+}
+
+/** A turn record's state as stored (see rawPartsOf): for a short value of it without its blobs. */
 export function rawStateOf(item: Record<string, unknown>): Record<string, unknown> | undefined {
-  const parts = item.z instanceof Uint8Array ? rawParts(item.z, 'dict1') : item.p instanceof Uint8Array ? rawParts(item.p, 'brotli') : undefined;
-  const state = parts?.s;
+  const state = rawPartsOf(item, ['s']).s;
   return state !== null && typeof state === 'object' ? (state as Record<string, unknown>) : undefined;
 }
 

@@ -616,4 +616,4 @@ export async function listTurns(ctx: StoreContext, tenant: string, id: string, a
   };
 }
 
-export { dueSortKey, HEAD_LISTING_ATTRIBUTES, HEAD_LISTING_NAMES, partsOf, rawStateOf, toHead, toTurn } from './session-items';
+export { dueSortKey, HEAD_LISTING_ATTRIBUTES, HEAD_LISTING_NAMES, partsOf, rawPartsOf, rawStateOf, toHead, toTurn } from './session-items';

@@ -6,9 +6,14 @@
  * result's `references`, which the Agent adds to the pass's. Nothing found: `empty_response`,
  * else a sentence saying so. Failures: a transient one fails the turn, a permanent one (no
  * such knowledge base) is told to the model.
+ *
+ * The Agent records the call (what the model was given, the chunks in full when small) and
+ * answers it from that record when a resumed batch or a replay makes it again; the entry's
+ * knowledge bases and limits are part of the recorded request (`settings`), so a version that
+ * changes them searches again.
  */
 import { z } from 'zod';
-import { retrievalShape } from '../components/retrieval-params';
+import { datasetEntries, retrievalShape } from '../components/retrieval-params';
 import { searchKnowledge } from '../components/retrieval-search';
 import { chunkReference, formatChunks } from '../knowledge/format';
 import { ToolError } from './errors';
@@ -42,6 +47,14 @@ export const retrievalTool: ToolKind<RetrievalToolParams> = {
         type: 'object',
         properties: { query: { type: 'string', description: RETRIEVAL_QUERY_DESCRIPTION } },
         required: ['query'],
+      },
+      settings: {
+        datasets: datasetEntries(p),
+        top_n: p.top_n,
+        top_k: p.top_k,
+        similarity_threshold: p.similarity_threshold,
+        keywords_similarity_weight: p.keywords_similarity_weight,
+        empty_response: p.empty_response,
       },
       async invoke(args, ctx) {
         const query = typeof args.query === 'string' ? args.query.trim() : '';

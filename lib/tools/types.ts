@@ -129,6 +129,12 @@ export interface Tool {
    * runs it again, those calls answered from their records, rather than answer it from its own.
    */
   readonly nested?: boolean;
+  /**
+   * What besides the arguments decides the result (a retrieval's knowledge bases and limits):
+   * part of the request an Agent records for the call, so that a replay against a version that
+   * changes them makes the call again rather than answer it from the record.
+   */
+  readonly settings?: JsonValue;
   /** `args` is the JSON object the model wrote (not validated against `parameters`). */
   invoke(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutcome>;
 }

@@ -13,13 +13,19 @@
  * went live and why: `differs` (the recorded turn has calls of that component, none with this
  * request), `unrecorded` (it has none of that component: a new path or component), or
  * `not_replayable` (a record with this request exists but does not keep what answering needs:
- * a retrieval's chunks, a tool's references, or a failure, which is tried again).
+ * a tool's references kept by id, a retrieval whose chunks the turn's state no longer holds
+ * as the record lists them, or a failure, which is tried again).
+ *
+ * A retrieval's record keeps its chunks' ids and scores, not their text: the chunks come from
+ * the Retrieval's `json` output in the recorded turn's state, read with the turn, and answer
+ * the call only when they are exactly the ones the record lists (lib/components/recorded-retrieval.ts).
  */
-import { Canvas, CallReplay, type CallRecord, type CanvasEvent, type CanvasState, EaselError, type RunInput, TransientError, type Workflow } from '../canvas';
+import { Canvas, CallReplay, type CallRecord, type CanvasEvent, type CompletedCall, type CanvasState, EaselError, type RunInput, TransientError, type Workflow } from '../canvas';
 import { agentToolRegistry } from '../components/agent';
 import { builtinTools } from '../tools/registry';
 import { NotFoundError } from '../store/errors';
-import { readRecordedTurns, type RecordedTurn } from '../store/replays';
+import type { RetrievalReplay } from '../components/recorded-retrieval';
+import { type OutputName, readRecordedTurns, type RecordedTurn } from '../store/replays';
 import { getHead } from '../store/sessions';
 import { canvasOptions, withHistory } from './compiled';
 import { bounded, compareTurn, type ComponentChange, type EventDifference } from './replay-compare';
@@ -115,7 +121,7 @@ export async function replayRun(engine: TurnEngine, request: ReplayRunRequest): 
   let state: CanvasState | null = null;
   let after = 0;
   for (;;) {
-    const page = await readRecordedTurns(engine.store, request.tenant, request.runId, after, TURNS_PER_READ);
+    const page = await readRecordedTurns(engine.store, request.tenant, request.runId, after, TURNS_PER_READ, retrievedChunks);
     for (const recorded of page.turns) {
       if (recorded.turn !== after + 1) return skipped(result, 'forked_run', `the run's records start at turn ${recorded.turn}`);
       after = recorded.turn;
@@ -154,7 +160,7 @@ async function replayTurn(engine: TurnEngine, request: ReplayRunRequest, dialect
     result.outcome = 'error';
     return 'stop';
   }
-  const source = new CallReplay(records.map((record) => ({ record })));
+  const source = new CallReplay(records.map((record) => withChunks(record, recorded)));
   try {
     const { command, input } = inputOf(recorded.request, request.signal);
     const run = command === 'stop' ? canvas.stop() : canvas.run(input, { recorded: source });
@@ -224,6 +230,24 @@ function noteDivergence(result: RunReplayResult, turn: number, first: EventDiffe
     component_id: component?.component_id ?? null,
     outputs: component && component.change !== 'form' ? { recorded: component.recorded ?? null, replayed: component.replayed ?? null } : null,
   };
+}
+
+/** Of a recorded turn's state: the outputs that hold its retrievals' chunks. */
+function retrievedChunks(calls: RecordedTurn['calls']): OutputName[] {
+  const records = calls.records as CallRecord[];
+  const components = new Set(records.filter((r) => r.kind === 'retrieval' && r.status === 'ok').map((r) => r.component_id));
+  return [...components].map((component) => ({ component, output: 'json' }));
+}
+
+/**
+ * A record as the replay answers from it: a retrieval's with the chunks its component's output
+ * holds at the turn's end (the last of its calls' in a Loop; the component checks them against
+ * the record's ids and scores).
+ */
+function withChunks(record: CallRecord, recorded: RecordedTurn): CompletedCall {
+  if (record.kind !== 'retrieval' || record.status !== 'ok') return { record };
+  const chunks = recorded.outputs[record.component_id]?.json;
+  return Array.isArray(chunks) ? { record, replay: { chunks } satisfies RetrievalReplay } : { record };
 }
 
 /** Why a call went live, from the recorded turn's records. */

@@ -1,6 +1,7 @@
 /**
  * The Retrieval component: RAGFlow's params (and the ones refused), its outputs, the
- * references it adds, how it names knowledge bases, and its failures.
+ * references it adds, how it names knowledge bases, its failures, and what its call's record
+ * keeps to answer the call again.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -10,7 +11,9 @@ import { ComponentError } from '../../lib/canvas/errors';
 import { builtinComponents } from '../../lib/components';
 import { retrieval } from '../../lib/components/retrieval';
 import { chunkReference, citationId } from '../../lib/knowledge/format';
-import type { RetrievedChunk } from '../../lib/knowledge/types';
+import type { DocAgg, RetrievalResult, RetrievedChunk } from '../../lib/knowledge/types';
+import type { CompletedCall } from '../../lib/canvas/calls';
+import { MAX_RECORDED_OTHER_DOCS_BYTES, recordedRetrieval, retrievalRecordResult, retrievalReplay } from '../../lib/components/recorded-retrieval';
 import { retrievalTool } from '../../lib/tools/retrieval';
 import { canvasFor, collect, last, messages, turn } from '../helpers/canvas';
 import { graph } from '../helpers/dsl-builder';
@@ -134,9 +137,14 @@ describe('Retrieval at run time', () => {
       },
     });
     expect(knowledge.queries[0]?.query).toEqual({ question: 'When did the old bridge open?', top_n: 2, top_k: 1024, similarity_threshold: 0.2, keywords_similarity_weight: 0.5 });
-    // the call is in the turn, its result without the chunks' text
+    // the call is in the turn, its result without the chunks' text: their document by the index of a chunk from it
     const calls = canvas.lastTurnCalls.records.filter((r) => r.kind === 'retrieval');
-    expect(calls).toEqual([expect.objectContaining({ component_id: 'Retrieval:Kb', name: FACTS, status: 'ok', result: { total: 2, chunks: [{ chunk_id: first.chunk_id, similarity: first.similarity }, { chunk_id: second.chunk_id, similarity: second.similarity }] } })]);
+    expect(calls).toEqual([expect.objectContaining({
+      component_id: 'Retrieval:Kb',
+      name: FACTS,
+      status: 'ok',
+      result: { total: 2, chunks: [{ chunk_id: first.chunk_id, similarity: first.similarity }, { chunk_id: second.chunk_id, similarity: second.similarity }], doc_aggs: [[0, 2]] },
+    })]);
   });
 
   it('gives empty_response for an empty query and when nothing passes the threshold, without references', async () => {
@@ -206,5 +214,68 @@ describe('Retrieval at run time', () => {
     const events = await turn(canvasFor(retrievalDsl({}), { services }), { query: 'bridge' });
     expect(last(events)).toMatchObject({ event: 'workflow_failed', data: { error: { message: 'the index is damaged' } } });
     expect(knowledge.retrieves).toBe(2);
+  });
+});
+
+describe('a retrieval’s record (recorded-retrieval.ts)', () => {
+  const signal = new AbortController().signal;
+  const search = async (question: string, top_n = 8) => {
+    const knowledge = townKnowledge();
+    return knowledge.retrieve(knowledge.bases, { question, top_n, top_k: 1024, similarity_threshold: 0.05, keywords_similarity_weight: 0.5 }, signal);
+  };
+  const completed = (result: RetrievalResult, replay?: unknown): CompletedCall => ({
+    record: { v: 1, component_id: 'Retrieval:Kb', kind: 'retrieval', ordinal: 0, path: [], request_hash: 'h', status: 'ok', result: retrievalRecordResult(result) },
+    ...(replay !== undefined ? { replay } : {}),
+  });
+
+  it('keeps the ids and scores, and each document by a chunk from it or, when none of the chunks is, in full', async () => {
+    const result = await search('bridge winters library', 1);
+    // one chunk, from one of the three documents that have chunks above the threshold
+    expect(result.doc_aggs).toHaveLength(3);
+    const recorded = retrievalRecordResult(result);
+    expect(recorded.chunks).toEqual(result.chunks.map((c) => ({ chunk_id: c.chunk_id, similarity: c.similarity })));
+    expect(JSON.stringify(recorded)).not.toContain(result.chunks[0]?.content_with_weight);
+    const docs = recorded.doc_aggs ?? [];
+    expect(docs).toHaveLength(result.doc_aggs.length);
+    docs.forEach((doc, i) => {
+      const agg = result.doc_aggs[i] as DocAgg;
+      const from = result.chunks.findIndex((c) => c.doc_id === agg.doc_id);
+      expect(doc).toEqual(from >= 0 ? [from, agg.count] : agg);
+    });
+    expect(docs.filter((d) => Array.isArray(d))).toHaveLength(1);
+  });
+
+  it('keeps no documents when those none of the chunks is from take more than its bound', async () => {
+    const result = await search('bridge', 1);
+    const many: DocAgg[] = Array.from({ length: 8 }, (_, i) => ({ doc_name: `report-${i}.pdf`, doc_id: `${i}`.repeat(32), count: 1 }));
+    const recorded = retrievalRecordResult({ ...result, doc_aggs: [...result.doc_aggs, ...many] });
+    expect(JSON.stringify(many).length).toBeGreaterThan(MAX_RECORDED_OTHER_DOCS_BYTES);
+    expect(recorded).not.toHaveProperty('doc_aggs');
+    expect(recordedRetrieval(completed({ ...result, doc_aggs: [...result.doc_aggs, ...many] }, { chunks: result.chunks }))).toBeUndefined();
+    // a checkpoint carries them in full: answered
+    expect(recordedRetrieval(completed({ ...result, doc_aggs: [...result.doc_aggs, ...many] }, retrievalReplay({ ...result, doc_aggs: [...result.doc_aggs, ...many] })))?.doc_aggs).toHaveLength(result.doc_aggs.length + 8);
+  });
+
+  it('answers with exactly what the search returned, given the chunks the record lists', async () => {
+    const result = await search('bridge winter library', 3);
+    const back = recordedRetrieval(completed(result, JSON.parse(JSON.stringify({ chunks: result.chunks })) as unknown));
+    expect(back).toEqual(result);
+  });
+
+  it('does not answer with chunks that are not the record’s, from an older record, or for a failure', async () => {
+    const result = await search('bridge winter library', 3);
+    const [first, ...rest] = result.chunks as [RetrievedChunk, ...RetrievedChunk[]];
+    const other = await search('library opens', 3);
+    expect(recordedRetrieval(completed(result, { chunks: other.chunks }))).toBeUndefined();
+    expect(recordedRetrieval(completed(result, { chunks: [{ ...first, similarity: first.similarity + 0.0001 }, ...rest] }))).toBeUndefined();
+    expect(recordedRetrieval(completed(result, { chunks: rest }))).toBeUndefined();
+    expect(recordedRetrieval(completed(result))).toBeUndefined();
+    // written before documents were kept: ids and scores only
+    const older = completed(result, { chunks: result.chunks });
+    older.record.result = { total: result.total, chunks: result.chunks.map((c) => ({ chunk_id: c.chunk_id, similarity: c.similarity })) };
+    expect(recordedRetrieval(older)).toBeUndefined();
+    const failed = completed(result, { chunks: result.chunks });
+    failed.record.status = 'error';
+    expect(recordedRetrieval(failed)).toBeUndefined();
   });
 });

@@ -6,14 +6,16 @@
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CallRecord } from '../../lib/canvas/calls';
 import { itemSize } from '../../lib/store/blobs';
 import { keys } from '../../lib/store/item-keys';
+import { getTurn } from '../../lib/store/sessions';
 import type { StoreContext } from '../../lib/store/dynamo';
 import { SsrfGuard } from '../../lib/outbound/ssrf';
 import { executeTurn } from '../../lib/turns/execute';
 import { processMessage } from '../../lib/turns/queue';
 import { fixture } from '../helpers/canvas';
-import { townKnowledge } from '../helpers/knowledge';
+import { MemoryKnowledge, townKnowledge } from '../helpers/knowledge';
 import { newTenant, newWorkflow, testEngine, testStore } from '../helpers/engine';
 import { OpenAiServer } from '../llm/openai-server';
 
@@ -241,5 +243,38 @@ describe('write cost per turn', () => {
     expect(itemSize(record(60))).toBeLessThanOrEqual(itemSize(record(2)) * 1.1);
     // no blob: the chunks' text is small, and the references travel in the record's own stream
     expect(items.filter((i) => String(i.sk).startsWith('B#')).length).toBeLessThanOrEqual(1);
+  }, 120_000);
+
+  it('a retrieval of chunks over 1 KB adds nothing to its call record but ids, scores and documents: no blob of its own', async () => {
+    server.respond = () => ({ kind: 'text', text: 'It opened in 1932.', chunks: 1 });
+    const meter = metered();
+    // five documents of one long chunk each (a chunk of RAGFlow's 512 tokens is about 2 KB)
+    const knowledge = new MemoryKnowledge([{
+      id: 'kb-long',
+      name: 'long',
+      documents: Array.from({ length: 5 }, (_, d) => ({ name: `part-${d}.md`, chunks: [`The old bridge, part ${d}: ${Array.from({ length: 60 }, (_, w) => `w${d}x${w * 7919 % 1000}`).join(' ')}.`.padEnd(1500, ' filler')] })),
+    }]);
+    const engine = testEngine({ openaiUrl: server.url, store: meter.store, knowledge });
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(engine, tenant, {
+      components: {
+        begin: { obj: { component_name: 'Begin', params: {} }, downstream: ['Retrieval:Kb'], upstream: [] },
+        'Retrieval:Kb': { obj: { component_name: 'Retrieval', params: { query: '{sys.query}', kb_ids: ['kb-long'], similarity_threshold: 0.05, top_n: 3 } }, downstream: ['LLM:Answer'], upstream: ['begin'] },
+        'LLM:Answer': { obj: { component_name: 'LLM', params: { llm_id: 'writer@Local', sys_prompt: 'Answer.', prompts: [{ role: 'user', content: 'Knowledge:{Retrieval:Kb@formalized_content}\nQ: {sys.query}' }], message_history_window_size: 0 } }, downstream: ['Message:Out'], upstream: ['Retrieval:Kb'] },
+        'Message:Out': { obj: { component_name: 'Message', params: { content: ['{LLM:Answer@content}'] } }, downstream: [], upstream: ['LLM:Answer'] },
+      },
+    });
+    let runId: string | undefined;
+    for (let turn = 1; turn <= 3; turn++) {
+      const r = await executeTurn(engine, { tenant, workflowId, ...(runId ? { runId } : {}), runInput: { query: `When did the old bridge open? (${turn})` } });
+      runId = r.response.run_id;
+      const c = meter.take();
+      const record = (await partitionItems(meter.store, tenant, runId)).find((i) => i.sk === keys.turn(turn)) as Record<string, unknown>;
+      console.log(`long-chunk retrieval turn ${turn}: ${c.write} WCU (${JSON.stringify(c.byOperation)}), record ${itemSize(record)} B`);
+      const retrieval = ((await getTurn(meter.store, tenant, runId, turn))?.calls.records as CallRecord[]).find((x) => x.kind === 'retrieval');
+      expect((retrieval?.result as { chunks: unknown[] }).chunks).toHaveLength(3);
+      // the call records spilled nothing into blobs: the chunks' text is in the state alone
+      expect(record.cb).toBeUndefined();
+    }
   }, 120_000);
 });

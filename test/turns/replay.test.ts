@@ -7,16 +7,24 @@
  *   at two pauses (each resumed turn answers its earlier rounds from its own records, marked
  *   replayed: the run's calls are counted once, and every one is answered).
  * - A version that asks its form otherwise: the replay stops where the run's answer no longer fits.
+ * - Retrievals (a Retrieval component, an Agent's Retrieval tool) over a counted knowledge
+ *   service: answered from their records and the recorded state's chunks when the version
+ *   changes something else; live (`differs`) when it changes the query, top_n or the tool's
+ *   settings; live (`not_replayable`) for records of chunk ids only, an Iteration's earlier
+ *   round, or a tool call whose references were kept by id.
  * - A page whose worker stops midway goes on from its last saved run; a page delivered again, or
  *   twice, counts nothing twice and replays no run twice; near its deadline a worker hands its
  *   page on to the next delivery.
  */
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileWorkflow } from '../../lib/canvas';
 import { type CallRecord } from '../../lib/canvas/calls';
 import { withComponents } from '../../lib/components';
 import { createAgent } from '../../lib/components/agent';
-import { getTurn } from '../../lib/store/sessions';
+import { encodeParts, rawParts } from '../../lib/store/codec';
+import { keys } from '../../lib/store/item-keys';
+import { CALL_RESULT_INLINE_BYTES, getTurn } from '../../lib/store/sessions';
 import { addVersion } from '../../lib/store/workflows';
 import { executeTurn, type TurnEngine } from '../../lib/turns/execute';
 import { readReplay, startReplay } from '../../lib/turns/replay';
@@ -28,6 +36,7 @@ import { tavilyTools } from '../../lib/tools/tavily';
 import { fixture } from '../helpers/canvas';
 import { graph, llmStep } from '../helpers/dsl-builder';
 import { newTenant, newWorkflow, testEngine } from '../helpers/engine';
+import { MemoryKnowledge, townKnowledge } from '../helpers/knowledge';
 import { testServices } from '../helpers/services';
 import { TAVILY_TEST_KEY, TavilyServer } from '../helpers/tavily-server';
 import { OpenAiServer } from '../llm/openai-server';
@@ -222,3 +231,178 @@ describe('the worker\u2019s pages', () => {
     expect(await processReplayPage({ engine }, { tenant: newTenant(), workflow_id: 'w', replay: { id: '0123456789abcdef0123456789abcdef', page: 0 } })).toMatchObject({ kind: 'failed', code: 'not_found' });
   });
 });
+
+describe('retrievals answered from their records', () => {
+  const FACTS = 'a5aaec4a819b11f095f1047c16ec874f';
+  const WEATHER = '60c53ed89acc11f0bc1e7a2a6d0b2755';
+  let rag: OpenAiServer;
+  let knowledge: MemoryKnowledge;
+  let eng: TurnEngine;
+
+  beforeAll(async () => {
+    rag = await OpenAiServer.start();
+    // the Agent searches once with the question's words, then answers citing the first chunk it was shown
+    rag.respond = (body) => {
+      const results = body.messages.filter((m) => m.role === 'tool');
+      const question = /Q: (.*)$/.exec(String(body.messages.at(-1)?.content ?? ''))?.[1] ?? '';
+      if (body.tools?.length && results.length === 0) return { kind: 'tools', calls: [{ name: 'search_my_dateset_0', arguments: { query: question.replace(/[?]/g, '') } }] };
+      const cited = /\nID: (\d+)/.exec(results.map((m) => m.content).join('\n'))?.[1];
+      return { kind: 'text', text: `From the notes${cited ? ` [ID:${cited}]` : ''}: ${results.length} search.`, chunks: 2 };
+    };
+    knowledge = townKnowledge();
+    eng = testEngine({ openaiUrl: rag.url, knowledge });
+  });
+  afterAll(async () => {
+    await rag.close();
+  });
+
+  /** Begin -> Retrieval over both bases -> Agent with the Retrieval tool over one -> Message. */
+  const dsl = (change: { query?: string; top_n?: number; toolTopN?: number; message?: string } = {}) => graph({
+    begin: ['Begin', { mode: 'conversational' }, ['Retrieval:Kb']],
+    'Retrieval:Kb': ['Retrieval', { query: change.query ?? '{sys.query}', kb_ids: [FACTS, WEATHER], similarity_threshold: 0.05, top_n: change.top_n ?? 3 }, ['Agent:Helper']],
+    'Agent:Helper': ['Agent', {
+      llm_id: 'writer@Local',
+      sys_prompt: 'Answer from the knowledge.',
+      prompts: [{ role: 'user', content: 'Knowledge: {Retrieval:Kb@formalized_content}\nQ: {sys.query}' }],
+      // without the conversation, so a Message changed is not a prompt changed
+      message_history_window_size: 0,
+      max_rounds: 3,
+      tools: [{ component_name: 'Retrieval', name: 'Town facts', params: { kb_ids: [FACTS], similarity_threshold: 0.05, top_n: change.toolTopN ?? 2 } }],
+    }, ['Message:Out']],
+    'Message:Out': ['Message', { content: [change.message ?? '{Agent:Helper@content}'] }],
+  });
+  const QUESTIONS = [{ query: 'When did the old bridge open?' }, { query: 'Are winters in the town cold?' }];
+
+  async function recorded() {
+    const tenant = newTenant();
+    const wf = await newWorkflow(eng, tenant, dsl());
+    const runs = [await recordedRun(eng, tenant, wf, QUESTIONS), await recordedRun(eng, tenant, wf, QUESTIONS.slice().reverse())];
+    return { tenant, wf, runs };
+  }
+  const replayAll = async (tenant: string, wf: string, runs: string[], version: unknown, onDiffer: 'live' | 'refuse') => {
+    const results = [];
+    for (const runId of runs) results.push(await replayRun(eng, { tenant, workflowId: wf, runId, workflow: compileWorkflow(version, eng.registry), onDiffer }));
+    return results;
+  };
+  const counted = () => ({ searches: knowledge.retrieves, model: rag.calls });
+
+  it('a version that changes something else makes no retrieval and no call live', async () => {
+    const { tenant, wf, runs } = await recorded();
+    const records = (await Promise.all(runs.flatMap((runId) => [1, 2].map(async (n) => ((await getTurn(eng.store, tenant, runId, n))?.calls.records ?? []) as CallRecord[])))).flat();
+    // each turn: the Retrieval, the Agent's two rounds and its Retrieval tool call
+    expect(records.map((r) => r.kind).sort()).toEqual(Array.from({ length: 4 }, () => ['model', 'model', 'retrieval', 'tool']).flat().sort());
+    const before = counted();
+
+    const same = await replayAll(tenant, wf, runs, dsl(), 'refuse');
+    for (const r of same) expect(r).toMatchObject({ outcome: 'same', turns_replayed: 2, live_calls: [], calls: { recorded: 8, answered: 8, live: 0 } });
+    const other = await replayAll(tenant, wf, runs, dsl({ message: 'Answer: {Agent:Helper@content}' }), 'refuse');
+    for (const r of other) {
+      // refusing every live call, it still went through: none was needed
+      expect(r).toMatchObject({ outcome: 'diverged', turns_replayed: 2, live_calls: [], calls: { answered: 8, live: 0 } });
+      expect(r.components.map((c) => c.component_id)).toEqual(['Message:Out', 'Message:Out']);
+    }
+    expect(counted()).toEqual(before);
+  });
+
+  it('a version that changes the Retrieval’s query or top_n searches again, and says the call differs', async () => {
+    const { tenant, wf, runs } = await recorded();
+    for (const change of [{ query: 'town: {sys.query}' }, { top_n: 2 }]) {
+      const before = counted();
+      const results = await replayAll(tenant, wf, runs, dsl(change), 'live');
+      for (const r of results) {
+        const retrievals = r.live_calls.filter((c) => c.kind === 'retrieval');
+        expect(retrievals).toEqual([1, 2].map((turn) => ({ turn, component_id: 'Retrieval:Kb', kind: 'retrieval', name: `${FACTS},${WEATHER}`, ordinal: 0, path: [], reason: 'differs' })));
+      }
+      // each live retrieval is one search: the component's, and the Agent's tool where it went live too
+      const live = results.flatMap((r) => r.live_calls);
+      expect(knowledge.retrieves - before.searches).toBe(live.filter((c) => c.kind === 'retrieval' || c.name === 'search_my_dateset_0').length);
+      expect(knowledge.retrieves - before.searches).toBeGreaterThanOrEqual(4);
+    }
+  });
+
+  it('a version that changes the Agent’s Retrieval tool searches again for the tool call alone', async () => {
+    const { tenant, wf, runs } = await recorded();
+    const before = counted();
+    const results = await replayAll(tenant, wf, runs, dsl({ toolTopN: 1 }), 'live');
+    for (const r of results) {
+      expect(r.live_calls.filter((c) => c.kind !== 'model')).toEqual([1, 2].map((turn) => ({ turn, component_id: 'Agent:Helper', kind: 'tool', name: 'search_my_dateset_0', ordinal: 1, path: [], reason: 'differs' })));
+    }
+    expect(knowledge.retrieves - before.searches).toBe(4);
+  });
+
+  it('records written before the chunks’ documents were kept make the retrieval again, as not replayable', async () => {
+    const { tenant, wf, runs } = await recorded();
+    // the retrieval records as they were: chunk ids and scores only
+    let rewritten = 0;
+    for (const runId of runs) await rewriteRecords(eng, tenant, runId, (r) => {
+      if (r.kind !== 'retrieval') return;
+      expect(r.result).toHaveProperty('doc_aggs');
+      delete (r.result as Record<string, unknown>).doc_aggs;
+      rewritten++;
+    });
+    expect(rewritten).toBe(4);
+    const before = counted();
+    const results = await replayAll(tenant, wf, runs, dsl(), 'live');
+    for (const r of results) {
+      expect(r).toMatchObject({ outcome: 'same', turns_replayed: 2, calls: { answered: 6, live: 2 } });
+      expect(r.live_calls).toEqual([1, 2].map((turn) => ({ turn, component_id: 'Retrieval:Kb', kind: 'retrieval', name: `${FACTS},${WEATHER}`, ordinal: 0, path: [], reason: 'not_replayable' })));
+    }
+    expect(counted()).toEqual({ searches: before.searches + 4, model: before.model });
+  });
+
+  it('an Agent’s Retrieval tool call whose chunks its record keeps by id only searches again, as not replayable', async () => {
+    // a chunk over 1 KB: the tool call's record keeps the references by id
+    const long = new MemoryKnowledge([{ id: FACTS, name: 'town-facts', documents: [{ name: 'bridge.md', chunks: [`The old bridge opened in 1932. ${'It has carried traffic ever since. '.repeat(40)}`] }] }]);
+    const big: TurnEngine = { ...eng, services: testServices({ openaiUrl: rag.url, knowledge: long }) };
+    const agentOnly = graph({
+      begin: ['Begin', { mode: 'conversational' }, ['Agent:Helper']],
+      'Agent:Helper': ['Agent', {
+        llm_id: 'writer@Local',
+        sys_prompt: 'Answer from the knowledge.',
+        prompts: [{ role: 'user', content: 'Q: {sys.query}' }],
+        max_rounds: 3,
+        tools: [{ component_name: 'Retrieval', name: 'Town facts', params: { kb_ids: [FACTS], similarity_threshold: 0.05 } }],
+      }, ['Message:Out']],
+      'Message:Out': ['Message', { content: ['{Agent:Helper@content}'] }],
+    });
+    const tenant = newTenant();
+    const wf = await newWorkflow(big, tenant, agentOnly);
+    const runId = await recordedRun(big, tenant, wf, [{ query: 'When did the old bridge open?' }]);
+    const tool = ((await getTurn(big.store, tenant, runId, 1))?.calls.records as CallRecord[]).find((r) => r.kind === 'tool');
+    expect((tool?.result as { references: unknown }).references).toEqual([expect.any(String)]);
+    const searches = long.retrieves;
+    const result = await replayRun(big, { tenant, workflowId: wf, runId, workflow: compileWorkflow(agentOnly, big.registry), onDiffer: 'live' });
+    expect(result).toMatchObject({ outcome: 'same', calls: { recorded: 3, answered: 2, live: 1 } });
+    expect(result.live_calls).toEqual([{ turn: 1, component_id: 'Agent:Helper', kind: 'tool', name: 'search_my_dateset_0', ordinal: 1, path: [], reason: 'not_replayable' }]);
+    expect(long.retrieves - searches).toBe(1);
+  });
+
+  it('inside an Iteration, only the round whose chunks the state kept is answered; the other searches again', async () => {
+    const iterating = graph({
+      begin: ['Begin', { mode: 'conversational' }, ['Iteration:Each']],
+      'Iteration:Each': ['Iteration', { items_ref: 'env.topics', outputs: {} }, ['Message:Out']],
+      'IterationItem:Start': ['IterationItem', {}, ['Retrieval:Kb'], 'Iteration:Each'],
+      'Retrieval:Kb': ['Retrieval', { query: '{item}', kb_ids: [FACTS, WEATHER], similarity_threshold: 0.05, top_n: 2 }, [], 'Iteration:Each'],
+      'Message:Out': ['Message', { content: ['{Retrieval:Kb@formalized_content}'] }],
+    }, { variables: { topics: { name: 'topics', type: 'array<string>', value: ['old bridge', 'cold winters'] } } });
+    const tenant = newTenant();
+    const wf = await newWorkflow(eng, tenant, iterating);
+    const runId = await recordedRun(eng, tenant, wf, [{ query: 'go' }]);
+    const before = counted();
+    const result = await replayRun(eng, { tenant, workflowId: wf, runId, workflow: compileWorkflow(iterating, eng.registry), onDiffer: 'live' });
+    expect(result).toMatchObject({ outcome: 'same', calls: { recorded: 2, answered: 1, live: 1 } });
+    expect(result.live_calls).toEqual([{ turn: 1, component_id: 'Retrieval:Kb', kind: 'retrieval', name: `${FACTS},${WEATHER}`, ordinal: 0, path: ['Iteration:Each'], reason: 'not_replayable' }]);
+    expect(knowledge.retrieves - before.searches).toBe(1);
+    expect(knowledge.queries.at(-1)?.query.question).toBe('old bridge');
+  });
+});
+
+/** Rewrites the call records of a run's turns in place, as an older version of Easel wrote them. */
+async function rewriteRecords(eng: TurnEngine, tenant: string, runId: string, change: (record: CallRecord) => void): Promise<void> {
+  const { Items = [] } = await eng.store.doc.send(new QueryCommand({ TableName: eng.store.table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': keys.session(tenant, runId) } }));
+  for (const item of Items.filter((i) => i.kind === 'turn' && i.z instanceof Uint8Array)) {
+    const parts = rawParts(item.z as Uint8Array, 'dict1');
+    for (const record of (parts.c as { records: CallRecord[] } | undefined)?.records ?? []) change(record);
+    await eng.store.doc.send(new PutCommand({ TableName: eng.store.table, Item: { ...item, z: encodeParts(parts, { c: CALL_RESULT_INLINE_BYTES }).bytes } }));
+  }
+}

@@ -5,6 +5,10 @@
  * count every request: the rounds before the crash are not asked again, and the turn commits
  * the same events and outputs as a run that was never interrupted.
  *
+ * The same for retrievals, the knowledge service counting searches: a Retrieval alone in its
+ * batch (kept by the checkpoint after it), one beside an Agent whose checkpoint inside the batch
+ * came after it, and an Agent's Retrieval tool call: none is searched again.
+ *
  * The worker "dies" at the checkpoint hook: its store becomes unreachable (so it cannot even
  * let go of its lease) and it throws. Time is the test's: the canvas clock stands still at T0
  * for every worker, and the successor's store sees a clock a lease later, so the dead worker's
@@ -19,12 +23,14 @@ import type { StoreContext } from '../../lib/store/dynamo';
 import { getTurn } from '../../lib/store/sessions';
 import { createDynamoClients } from '../../lib/store/setup';
 import { createToolRegistry } from '../../lib/tools/registry';
+import { retrievalTool } from '../../lib/tools/retrieval';
 import { tavilyTools } from '../../lib/tools/tavily';
 import type { CheckpointInfo } from '../../lib/turns/async-turn';
 import { executeTurn, type TurnEngine } from '../../lib/turns/execute';
 import { type Outcome, processMessage, type QueueDeps } from '../../lib/turns/queue';
 import { graph } from '../helpers/dsl-builder';
 import { newTenant, newWorkflow, testStore } from '../helpers/engine';
+import { townKnowledge } from '../helpers/knowledge';
 import { testServices } from '../helpers/services';
 import { TAVILY_TEST_KEY, TavilyServer } from '../helpers/tavily-server';
 import { OpenAiServer } from '../llm/openai-server';
@@ -43,6 +49,8 @@ class Crash extends Error {}
 
 let model: OpenAiServer;
 let tavily: TavilyServer;
+/** The knowledge every worker's runs search: each search is counted. */
+const knowledge = townKnowledge();
 
 /** Which assistant a request is for: the main Agent or its sub-Agent (by the system prompt). */
 const whose = (body: OpenAiServer['requests'][number]['body']) => (String(body.messages[0]?.content).startsWith('You look things up') ? 'sub' : 'main');
@@ -52,6 +60,11 @@ beforeAll(async () => {
   // a research loop decided by the conversation alone: one search per round, three rounds, then the answer
   model.respond = (body) => {
     const results = body.messages.filter((m) => m.role === 'tool').map((m) => m.content);
+    // an Agent with the Retrieval tool searches once, then answers from what it found
+    if (body.tools?.some((t) => t.function.name === 'search_my_dateset_0')) {
+      return results.length === 0 ? { kind: 'tools', calls: [{ name: 'search_my_dateset_0', arguments: { query: 'old bridge' } }] } : { kind: 'text', text: `From the notes: ${results.join(' | ')}`, chunks: 2 };
+    }
+    if (String(body.messages[0]?.content).startsWith('You summarise')) return { kind: 'text', text: `Summary of ${String(body.messages.at(-1)?.content).length} characters.`, chunks: 2 };
     if (whose(body) === 'main' && body.tools?.some((t) => t.function.name.startsWith('Researcher'))) {
       return results.length === 0
         ? { kind: 'tools', calls: [{ name: 'Researcher_0', arguments: { user_prompt: 'the town’s history' } }] }
@@ -91,14 +104,14 @@ interface Worker {
 
 /** A worker whose store sees `storeNow` and whose runs see the test's standing clock. */
 function worker(options: { storeNow?: number; onCapacity?: StoreContext['onCapacity']; defaultModel?: string; log?: Outcome[] } = {}): Worker {
-  const tools = createToolRegistry(tavilyTools({ baseUrl: `${tavily.url}/` }));
+  const tools = createToolRegistry([...tavilyTools({ baseUrl: `${tavily.url}/` }), retrievalTool]);
   const storeNow = options.storeNow ?? T0;
   const store: StoreContext = { ...testStore(), now: () => storeNow, ...(options.onCapacity ? { onCapacity: options.onCapacity } : {}) };
   const engine: TurnEngine = {
     store,
     clock: () => T0,
     registry: withComponents(createAgent(tools)),
-    services: { ...testServices({ openaiUrl: model.url, secrets: { TAVILY_API_KEY: TAVILY_TEST_KEY }, ...(options.defaultModel ? { defaultModel: options.defaultModel } : {}) }), tools },
+    services: { ...testServices({ openaiUrl: model.url, secrets: { TAVILY_API_KEY: TAVILY_TEST_KEY }, knowledge, ...(options.defaultModel ? { defaultModel: options.defaultModel } : {}) }), tools },
     leaseMs: LEASE_MS,
   };
   const log = options.log;
@@ -113,6 +126,9 @@ function kill(w: Worker): never {
 
 const counts = (since: { model: number; tavily: number }) => ({ model: model.calls - since.model, tavily: tavily.requests.length - since.tavily });
 const mark = () => ({ model: model.calls, tavily: tavily.requests.length });
+/** Model calls and knowledge searches since `since`. */
+const searched = (since: { model: number; searches: number }) => ({ model: model.calls - since.model, searches: knowledge.retrieves - since.searches });
+const searchMark = () => ({ model: model.calls, searches: knowledge.retrieves });
 
 async function committed(tenant: string, runId: string) {
   const turn = await getTurn(testStore(), tenant, runId, 1);
@@ -270,6 +286,82 @@ describe('an async turn killed inside an Agent’s tool loop', () => {
     // every round goes live; the new first round asks the same search as before, which its record answers
     expect(counts(since)).toEqual({ model: 4, tavily: 2 });
     expect(logged.at(-1)).toMatchObject({ calls_diverged: [{ component_id: 'Agent:Research', kind: 'model', ordinal: 0 }], calls_replayed: 1 });
+  }, 120_000);
+});
+
+describe('an async turn killed after a retrieval', () => {
+  const FACTS = 'a5aaec4a819b11f095f1047c16ec874f';
+  const retrievalParams = { query: 'old bridge {sys.query}', kb_ids: [FACTS], similarity_threshold: 0.05, top_n: 2 };
+  const summariser = { llm_id: 'writer@Local', sys_prompt: 'You summarise.', prompts: [{ role: 'user', content: '{sys.query}' }], max_rounds: 1, tools: [] };
+
+  /** Kills the first worker at the checkpoint `at` picks, then finishes the turn in the next; compares it with an uninterrupted run. */
+  async function killedAt(dsl: unknown, name: string, at: (info: CheckpointInfo) => boolean) {
+    const tenant = newTenant();
+    const workflowId = await newWorkflow(worker().deps.engine, tenant, dsl);
+    let since = searchMark();
+    const reference = await uninterrupted(tenant, workflowId, `reference-${name}`);
+    const whole = searched(since);
+
+    const messageId = `killed-${name}`;
+    const body = queued(tenant, workflowId, messageId);
+    const first = worker();
+    const seen: CheckpointInfo[] = [];
+    since = searchMark();
+    const died = await processMessage(first.deps, body, { messageId, hooks: { afterCheckpoint: (_seq, info) => void (seen.push(info), at(info) && kill(first)) } });
+    expect(died).toMatchObject({ kind: 'retry', reason: 'killed' });
+    const before = searched(since);
+
+    since = searchMark();
+    const done = await processMessage(worker({ storeNow: T0 + LEASE_MS + 1 }).deps, body, { messageId });
+    if (done.kind !== 'done') throw new Error(JSON.stringify(done));
+    const resumed = await committed(tenant, done.runId);
+    expect(resumed.response.events).toEqual(reference.response.events);
+    expect(comparable(resumed.calls.records)).toEqual(comparable(reference.calls.records));
+    return { whole, before, after: searched(since), seen, records: resumed.calls.records };
+  }
+
+  it('with the Retrieval alone in its batch, the checkpoint after the batch keeps it: it is not made again', async () => {
+    const dsl = graph({
+      begin: ['Begin', { mode: 'task' }, ['Retrieval:Kb']],
+      'Retrieval:Kb': ['Retrieval', retrievalParams, ['Agent:Sum']],
+      'Agent:Sum': ['Agent', { ...summariser, prompts: [{ role: 'user', content: '{Retrieval:Kb@formalized_content}' }] }, ['Message:Out']],
+      'Message:Out': ['Message', { content: ['{Agent:Sum@content}'] }],
+    });
+    const { whole, before, after, seen } = await killedAt(dsl, 'retrieval-alone', (info) => !info.inBatch && info.calls === 1);
+    expect(whole).toEqual({ model: 1, searches: 1 });
+    expect(seen).toEqual([{ inBatch: false, calls: 1 }]);
+    expect(before).toEqual({ model: 0, searches: 1 });
+    expect(after).toEqual({ model: 1, searches: 0 });
+  }, 120_000);
+
+  it('beside an Agent that checkpointed inside the batch, the batch runs again and the retrieval is answered from the checkpoint', async () => {
+    const dsl = graph({
+      begin: ['Begin', { mode: 'task' }, ['Retrieval:Kb', 'Agent:Sum']],
+      'Retrieval:Kb': ['Retrieval', retrievalParams, ['Message:Out']],
+      'Agent:Sum': ['Agent', summariser, ['Message:Out']],
+      'Message:Out': ['Message', { content: ['{Retrieval:Kb@formalized_content} / {Agent:Sum@content}'] }],
+    });
+    const { whole, before, after, seen, records } = await killedAt(dsl, 'retrieval-beside', (info) => info.inBatch && info.calls === 2);
+    expect(whole).toEqual({ model: 1, searches: 1 });
+    // the search completed first: the Agent's checkpoint holds it with the model round
+    expect(seen).toEqual([{ inBatch: true, calls: 2 }]);
+    expect(before).toEqual({ model: 1, searches: 1 });
+    expect(after).toEqual({ model: 0, searches: 0 });
+    expect(records.map((r) => [r.kind, r.replayed ?? false])).toEqual([['retrieval', true], ['model', true]]);
+  }, 120_000);
+
+  it('an Agent’s Retrieval tool call checkpointed inside its loop is answered from its record, not searched again', async () => {
+    const dsl = graph({
+      begin: ['Begin', { mode: 'task' }, ['Agent:Kb']],
+      'Agent:Kb': ['Agent', { ...agentParams([{ component_name: 'Retrieval', name: 'Town facts', params: { kb_ids: [FACTS], similarity_threshold: 0.05, top_n: 2 } }]), max_rounds: 3 }, ['Message:Out']],
+      'Message:Out': ['Message', { content: ['{Agent:Kb@content}'] }],
+    });
+    // killed once the tool call (after model round 0) is checkpointed
+    const { whole, before, after, seen } = await killedAt(dsl, 'retrieval-tool', (info) => info.inBatch && info.calls === 2);
+    expect(whole).toEqual({ model: 2, searches: 1 });
+    expect(seen).toEqual([1, 2].map((calls) => ({ inBatch: true, calls })));
+    expect(before).toEqual({ model: 1, searches: 1 });
+    expect(after).toEqual({ model: 1, searches: 0 });
   }, 120_000);
 });
 
