@@ -12,7 +12,7 @@ import { readBlobs } from './blobs';
 import { call, capacityParam, reportCapacity, type StoreContext } from './dynamo';
 import { NotFoundError } from './errors';
 import { keys } from './item-keys';
-import { commitTurn, getHead, partsOf, type SessionHead, toTurn, type TurnPayload, type TurnRecord } from './sessions';
+import { commitTurn, getHead, partsOf, sessionExpiry, type SessionHead, toTurn, type TurnPayload, type TurnRecord } from './sessions';
 import { isRecordItem } from './turn-slot';
 
 export interface ForkSource {
@@ -80,7 +80,7 @@ export async function writeFork(ctx: StoreContext, source: ForkSource, fork: { i
     ...(parent.source ? { source: parent.source } : {}),
     createdAt: at,
     updatedAt: at,
-    expiresAt: Math.floor(fork.now / 1000) + fork.ttlSeconds,
+    expiresAt: sessionExpiry(fork.now, fork.ttlSeconds),
     claim: null,
     forkedFrom: { runId: parent.id, turn: record.turn },
   };

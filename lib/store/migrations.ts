@@ -19,7 +19,7 @@ import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type S
 import { NotFoundError } from './errors';
 import { IDEMPOTENCY_TTL_SECONDS } from './idempotency';
 import { keys, SESSION_HEAD_SK } from './item-keys';
-import { dueSortKey, type SessionHead, type TurnPayload, writeTurnRecord } from './sessions';
+import { dueSortKey, sessionExpiry, type SessionHead, type TurnPayload, writeTurnRecord } from './sessions';
 import { CLAIM_KIND, checkRead, FREE_SLOT, isTombstone, slotRefusal } from './turn-slot';
 
 export interface MigrationCommit {
@@ -49,7 +49,7 @@ export async function commitMigration(ctx: StoreContext, c: MigrationCommit): Pr
   const at = (ctx.now ?? Date.now)();
   checkRead(c.head, at);
   const { record } = await writeTurnRecord(ctx, { ...c }, at);
-  const ttl = Math.floor(at / 1000) + c.ttlSeconds;
+  const ttl = sessionExpiry(at, c.ttlSeconds);
   try {
     await call('commit the migration', () =>
       ctx.doc.send(new TransactWriteCommand({

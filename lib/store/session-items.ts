@@ -46,6 +46,25 @@ export function responsePart(body: string): { R: unknown } | { r: string } {
 }
 
 /**
+ * When a session idle since `atMs` expires: its TTL, and a tenth of it (at most a day) more.
+ * The head's TTL is projected into the listing index, so moving it writes an index entry; with
+ * the slack it moves only once a session has less than a full TTL left (`expiryDue`) — about
+ * once per slack for a session in use — instead of with every head update, and a session still
+ * never expires sooner than its TTL after its last turn.
+ */
+export function sessionExpiry(atMs: number, ttlSeconds: number): number {
+  return Math.floor(atMs / 1000) + ttlSeconds + ttlSlack(ttlSeconds);
+}
+
+/** Whether a head expiring at `expiresAt` (epoch s) must move at `atMs`: under a TTL left, or more than TTL and slack (the TTL was shortened). */
+export function expiryDue(expiresAt: number, atMs: number, ttlSeconds: number): boolean {
+  const left = expiresAt - Math.floor(atMs / 1000);
+  return left < ttlSeconds || left > ttlSeconds + ttlSlack(ttlSeconds);
+}
+
+const ttlSlack = (ttlSeconds: number) => Math.min(86_400, Math.ceil(ttlSeconds / 10));
+
+/**
  * Every part of a turn record, parsed, blob references left in place (codec `revive` fills
  * them in): a reader that wants a piece of a part reads only the blobs that piece needs.
  * Records that keep an attribute per part are read for the parts `wanted`.

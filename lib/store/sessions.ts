@@ -26,7 +26,7 @@ import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateComma
 import { EaselError } from '../errors';
 import { itemSize, readBlobs, writeBlobs } from './blobs';
 import { encodeParts } from './codec';
-import { dueSortKey, HEAD_LISTING_ATTRIBUTES, HEAD_LISTING_NAMES, headItem, partsOf, responsePart, toHead, toTurn } from './session-items';
+import { dueSortKey, expiryDue, HEAD_LISTING_ATTRIBUTES, HEAD_LISTING_NAMES, headItem, partsOf, responsePart, sessionExpiry, toHead, toTurn } from './session-items';
 import { sweepDeletedSession } from './deletion';
 import { call, capacityParam, ConditionFailed, isExpired, reportCapacity, type StoreContext } from './dynamo';
 import { NotFoundError, RunExistsError } from './errors';
@@ -169,7 +169,7 @@ export async function createSession(ctx: StoreContext, s: CreateSession): Promis
     ...(s.name ? { name: s.name } : {}),
     createdAt: iso(at),
     updatedAt: iso(at),
-    expiresAt: Math.floor(at / 1000) + s.ttlSeconds,
+    expiresAt: sessionExpiry(at, s.ttlSeconds),
     claim: null,
     listedStatus: 'not_started',
     ...(s.keyHash ? { keyHash: s.keyHash } : {}),
@@ -360,7 +360,7 @@ export async function commitTurn(ctx: StoreContext, c: Commit): Promise<CommitRe
   // read that a deletion's tombstone outlives
   if (!c.create) (c.claim === null ? checkRead : checkNotExpired)(c.head, at);
   const { record, bytes } = await writeTurnRecord(ctx, c, at);
-  const ttl = Math.floor(at / 1000) + c.ttlSeconds;
+  const ttl = sessionExpiry(at, c.ttlSeconds);
   if (c.create) {
     await createWithRecord(ctx, c, record, ttl, at);
     return { bytes };
@@ -487,6 +487,7 @@ function listingChanged(c: Commit, at: number): boolean {
   const listed = c.head.listedStatus ?? c.head.status;
   if (listed !== (c.runStatus ?? c.status)) return true;
   if ((c.head.dueAt ?? null) !== c.dueAt) return true;
+  if (expiryDue(c.head.expiresAt, at, c.ttlSeconds)) return true;
   const refreshed = Date.parse(c.head.updatedAt);
   return !(at - refreshed < refreshMs(c));
 }
@@ -494,9 +495,9 @@ function listingChanged(c: Commit, at: number): boolean {
 const refreshMs = (c: Commit) => c.listingRefreshMs ?? DEFAULT_LISTING_REFRESH_MS;
 
 function headUpdate(ctx: StoreContext, c: Commit, at: number, ttl: number) {
-  // the TTL is projected into the listing index: moved only when it has fallen a refresh
-  // interval behind, so that a status change alone writes no index entry
-  const moveTtl = Math.abs(ttl - c.head.expiresAt) >= refreshMs(c) / 1000;
+  // the TTL is projected into the listing index: moved only when due (sessionExpiry), so that a
+  // status change alone writes no index entry
+  const moveTtl = expiryDue(c.head.expiresAt, at, c.ttlSeconds);
   const sets = ['st = :status', 'tn = :turn', 'ua = :at', ...(moveTtl ? ['#ttl = :ttl'] : [])];
   return {
     TableName: ctx.table,
@@ -616,4 +617,4 @@ export async function listTurns(ctx: StoreContext, tenant: string, id: string, a
   };
 }
 
-export { dueSortKey, HEAD_LISTING_ATTRIBUTES, HEAD_LISTING_NAMES, partsOf, rawPartsOf, rawStateOf, toHead, toTurn } from './session-items';
+export { dueSortKey, HEAD_LISTING_ATTRIBUTES, HEAD_LISTING_NAMES, partsOf, rawPartsOf, rawStateOf, sessionExpiry, toHead, toTurn } from './session-items';

@@ -40,6 +40,7 @@ import {
   loadSession,
   releaseClaim,
   type SessionHead,
+  sessionExpiry,
 } from '../store/sessions';
 import type { Actor } from './actors';
 import { canvasOptions, compiled, resolveWorkflow, withHistory } from './compiled';
@@ -597,4 +598,4 @@ async function recordedKey(engine: TurnEngine, request: TurnRequest, keyHash: st
 
 export const runOf = (head: SessionHead) => ({ tenant: head.tenant, workflowId: head.workflowId, runId: head.id });
 const now = (engine: TurnEngine) => (engine.clock ?? Date.now)();
-const expiryOf = (engine: TurnEngine) => Math.floor(now(engine) / 1000) + ttlOf(engine);
+const expiryOf = (engine: TurnEngine) => sessionExpiry(now(engine), ttlOf(engine));

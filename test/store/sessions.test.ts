@@ -11,7 +11,7 @@ import { LOCAL_CREDENTIALS } from '../../lib/store/setup';
 import { deleteSession } from '../../lib/store/deletion';
 import { listSessions } from '../../lib/store/session-listing';
 import { encode, encodeParts } from '../../lib/store/codec';
-import { getHead, getTurn, loadSession, partsOf, rawStateOf } from '../../lib/store/sessions';
+import { getHead, getTurn, loadSession, partsOf, rawStateOf, sessionExpiry } from '../../lib/store/sessions';
 import { DELETED_SESSION_TTL_SECONDS, MAX_SLOT_READ_AGE_MS } from '../../lib/store/turn-slot';
 import { createRun, executeTurn, newRunId } from '../../lib/turns/execute';
 import { fixture, steppingClock } from '../helpers/canvas';
@@ -76,6 +76,29 @@ describe('session listing after a turn', () => {
     expect((await listSessions(engine.store, tenant, workflowId, { limit: 5, status: 'waiting_for_input' })).items).toEqual([]);
   });
 
+  it('moves the TTL (an index entry more) only once a session has less than its TTL left, however far apart its turns', async () => {
+    const tenant = newTenant();
+    let at = Date.now();
+    const heads: number[] = [];
+    const store = { ...testStore(), now: () => at, onCapacity: (operation: string, units: { write: number }) => void (operation === 'head' && heads.push(units.write)) };
+    const clocked = { ...engine, store, clock: () => at };
+    const workflowId = await newWorkflow(engine, tenant, fixture('form-intake'));
+    const runId = (await executeTurn(clocked, { tenant, workflowId, runInput: { query: 'hi' } })).response.run_id;
+    // a person's pace: minutes between turns, each changing the listed status
+    for (let i = 0; i < 4; i++) {
+      at += 5 * 60_000;
+      await executeTurn(clocked, { tenant, workflowId, runId, runInput: i % 2 === 0 ? answer : { query: 'again' } });
+    }
+    expect(heads).toEqual([1, 1, 1, 1]);
+    // a day on (a tenth of the default 30 days, at most a day): the TTL is due and moves once
+    at += 86_400_000;
+    await executeTurn(clocked, { tenant, workflowId, runId, runInput: answer });
+    at += 5 * 60_000;
+    await executeTurn(clocked, { tenant, workflowId, runId, runInput: { query: 'later' } });
+    expect(heads.slice(4)).toEqual([2, 1]);
+    expect((await getHead(engine.store, tenant, runId)).expiresAt).toBeGreaterThanOrEqual(Math.floor(at / 1000) + 30 * 86_400);
+  });
+
   it('waits for the entry point when it takes the update for after the response; a timer is armed before', async () => {
     const tenant = newTenant();
     const later: (() => Promise<void>)[] = [];
@@ -132,6 +155,9 @@ describe('session listing after a turn', () => {
   });
 });
 
+/** Past the expiry of a session idle for its whole TTL of 60 s, slack included (sessionExpiry). */
+const PAST_TTL_MS = sessionExpiry(0, 60) * 1000 + 1000;
+
 describe('session deletion and expiry', () => {
   it('deletes every item of a session but its marked head and the tombstone closing its next turn, which expire in a day', async () => {
     const tenant = newTenant();
@@ -173,11 +199,11 @@ describe('session deletion and expiry', () => {
     const short = { ...clocked, sessionTtlSeconds: 60 };
     const second = await executeTurn(short, { tenant, workflowId, runId, runInput: { inputs: {} } });
     expect(second.response.turn_number).toBe(2);
-    await expect(executeTurn(short, { tenant, workflowId, runId, runInput: { inputs: {} }, hooks: late(61_000) })).rejects.toBeInstanceOf(NotFoundError);
+    await expect(executeTurn(short, { tenant, workflowId, runId, runInput: { inputs: {} }, hooks: late(PAST_TTL_MS) })).rejects.toBeInstanceOf(NotFoundError);
     expect(await itemsOf(tenant, runId)).toEqual([keys.turn(1), keys.turn(2), 'T#~']);
     // a claimed commit too (a streamed turn claims before its first event): what is left is the claim, with its TTL
-    now -= 61_000;
-    await expect(executeTurn(short, { tenant, workflowId, runId, runInput: { inputs: {} }, onEvent: () => undefined, hooks: late(61_000) })).rejects.toBeInstanceOf(NotFoundError);
+    now -= PAST_TTL_MS;
+    await expect(executeTurn(short, { tenant, workflowId, runId, runInput: { inputs: {} }, onEvent: () => undefined, hooks: late(PAST_TTL_MS) })).rejects.toBeInstanceOf(NotFoundError);
     expect(await itemsOf(tenant, runId)).toEqual([keys.turn(1), keys.turn(2), keys.turn(3), 'T#~']);
     const { Item: claim } = await testTable().doc.send(new GetCommand({ TableName: testTable().tableName, Key: { pk: keys.session(tenant, runId), sk: keys.turn(3) } }));
     expect(claim).toMatchObject({ kind: 'claim', ttl: expect.any(Number) });
@@ -192,7 +218,7 @@ describe('session deletion and expiry', () => {
     const workflowId = await newWorkflow(engine, tenant, fixture('form-intake'));
     const { head } = await createRun(clocked, { tenant, workflowId });
     expect((await listSessions(clocked.store, tenant, workflowId, { limit: 5 })).items).toHaveLength(1);
-    at += 61_000;
+    at += PAST_TTL_MS;
     await expect(loadSession(clocked.store, tenant, head.id, 1)).rejects.toBeInstanceOf(NotFoundError);
     await expect(executeTurn(clocked, { tenant, workflowId, runId: head.id, runInput: {} })).rejects.toBeInstanceOf(NotFoundError);
     expect((await listSessions(clocked.store, tenant, workflowId, { limit: 5 })).items).toHaveLength(0);
