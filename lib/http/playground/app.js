@@ -143,6 +143,7 @@ const STATUS_TEXT = /** @type {Record<string, string>} */ ({
   failed: 'failed',
   cancelled: 'cancelled',
   aborted_looping_risk: 'aborted (loop safety)',
+  interrupted: 'interrupted by a newer message',
 });
 
 function describeRun() {
