@@ -76,6 +76,11 @@ export interface RunReplayResult {
   };
   /** `refuse`: the call that would have gone live, where the replay of the run stopped. */
   refused?: { turn: number; component_id: string | null; kind: string; name?: string };
+  /**
+   * Recorded turns passed over because their input never reached the run's state: a migration
+   * onto another version, a double-text rolled back or rejected (docs/double-texting.md).
+   */
+  turns_passed_over?: number[];
   /** The new version refused a recorded turn's input (a form it no longer asks, a run it ends earlier). */
   stopped?: { turn: number; code: string; message: string };
   /** Why a run was skipped, or failed to replay. */
@@ -125,6 +130,10 @@ export async function replayRun(engine: TurnEngine, request: ReplayRunRequest): 
     for (const recorded of page.turns) {
       if (recorded.turn !== after + 1) return skipped(result, 'forked_run', `the run's records start at turn ${recorded.turn}`);
       after = recorded.turn;
+      if (leftStateAsItWas(recorded)) {
+        (result.turns_passed_over ??= []).push(recorded.turn);
+        continue;
+      }
       const step = await replayTurn(engine, request, head.dialect, recorded, state, result);
       if (step === 'stop') return result;
       state = step;
@@ -255,6 +264,16 @@ function liveReason(call: CallRecord, records: readonly CallRecord[]): LiveCall[
   const same = records.filter((r) => r.component_id === call.component_id && r.path.join('/') === call.path.join('/'));
   if (same.length === 0) return 'unrecorded';
   return same.some((r) => r.kind === call.kind && r.name === call.name && r.request_hash === call.request_hash) ? 'not_replayable' : 'differs';
+}
+
+/**
+ * A recorded turn that did not run the recorded input on the workflow: a migration (the state
+ * moved onto another version, which a replay does not follow) or a double-text rolled back or
+ * rejected (the state stayed as it was). The replay goes on from the state before it.
+ */
+function leftStateAsItWas(recorded: RecordedTurn): boolean {
+  if (recorded.status === 'rolled_back' || recorded.status === 'rejected') return true;
+  return (recorded.request as { command?: unknown } | null)?.command === 'migrate';
 }
 
 /** The recorded turn's request as the engine takes it. */

@@ -27,6 +27,7 @@ import { keys } from '../../lib/store/item-keys';
 import { CALL_RESULT_INLINE_BYTES, getTurn } from '../../lib/store/sessions';
 import { addVersion } from '../../lib/store/workflows';
 import { executeTurn, type TurnEngine } from '../../lib/turns/execute';
+import { migrateRuns } from '../../lib/turns/migrate';
 import { readReplay, startReplay } from '../../lib/turns/replay';
 import type { ReplayPageMessage } from '../../lib/turns/replay-message';
 import { replayRun } from '../../lib/turns/replay-run';
@@ -80,6 +81,19 @@ describe('a run replayed against the version it was recorded on', () => {
     ]);
     const result = await replayRun(engine, { tenant, workflowId: wf, runId, workflow: compileWorkflow(dsl, engine.registry), onDiffer: 'refuse' });
     expect(result).toMatchObject({ outcome: 'same', turns: 4, turns_replayed: 4, first_divergence: null, components: [], live_calls: [], calls: { recorded: 0, answered: 0, live: 0 } });
+  });
+
+  it('passes over a turn that moved the run onto another version, and goes on from the state before it', async () => {
+    const tenant = newTenant();
+    const dsl = fixture('form-intake');
+    const wf = await newWorkflow(engine, tenant, dsl);
+    const runId = await recordedRun(engine, tenant, wf, [{ query: 'sign me up' }]);
+    const v2 = await addVersion(engine.store, tenant, wf, dsl, true);
+    const moved = JSON.parse((await migrateRuns(engine, { tenant, workflowId: wf, toVersion: v2, target: { runs: [runId] }, dryRun: false }, JSON.stringify)).body);
+    expect(moved.items).toEqual([expect.objectContaining({ outcome: 'migrated', turn_number: 2 })]);
+    await executeTurn(engine, { tenant, workflowId: wf, runId, turnNumber: 2, runInput: { inputs: { name: 'Ada', age: 36, plan: 'pro' } } });
+    const result = await replayRun(engine, { tenant, workflowId: wf, runId, workflow: compileWorkflow(dsl, engine.registry), onDiffer: 'refuse' });
+    expect(result).toMatchObject({ outcome: 'same', turns: 3, turns_replayed: 2, turns_passed_over: [2], first_divergence: null });
   });
 
   it('asks the model what the run asked it, turn after turn, the conversation so far included', async () => {
