@@ -54,9 +54,11 @@ export async function startLatencyProxy(options: LatencyProxyOptions): Promise<L
   const open = new Set<Socket>();
   let accepted = 0;
 
-  const server: Server = createServer((client) => {
+  // half-open on both sides: a client's FIN must not close the connection while bytes it sent
+  // before it are still held; the FIN goes on to the target once they have (endUpstreamWhenFlushed)
+  const server: Server = createServer({ allowHalfOpen: true }, (client) => {
     accepted++;
-    const upstream = connect({ host: target.hostname, port });
+    const upstream = connect({ host: target.hostname, port, allowHalfOpen: true });
     open.add(client).add(upstream);
     client.setNoDelay(true);
     upstream.setNoDelay(true);
@@ -107,6 +109,7 @@ export async function startLatencyProxy(options: LatencyProxyOptions): Promise<L
     };
     client.on('error', teardown);
     upstream.on('error', teardown);
+    // both directions are done (the client's bytes forwarded, the target's answer delivered)
     client.on('close', teardown);
     upstream.on('close', () => {
       // the target closed: whatever the client still sends has nowhere to go

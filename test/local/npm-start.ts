@@ -1,15 +1,25 @@
 /**
- * `npm start` in a child process, for the suites of test/local: the real entry point (tsx
- * lib/local/server.ts) with an environment of the test's own. A server is ready when it says
- * so on stdout; the test waits for what it prints, never for a fixed time.
+ * `npm start` in a child process, for the suites of test/local: the command of package.json's
+ * `start` script (node --import tsx lib/local/server.ts) with an environment of the test's own.
+ * A server is ready when it says so on stdout; the test waits for what it prints, never for a
+ * fixed time.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../lib/local/bootstrap';
 
 export const TSX = join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
+
+/** `npm start`'s command as package.json states it, its `node` this test's own Node. */
+function startCommand(): { command: string; args: string[] } {
+  const script: string = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).scripts.start;
+  const [node, ...args] = script.replace(/^exec /, '').split(' ');
+  if (node !== 'node') throw new Error(`npm start no longer runs node directly: ${script}`);
+  return { command: process.execPath, args };
+}
 
 export function freePort(): Promise<number> {
   return new Promise((done, fail) => {
@@ -66,7 +76,8 @@ export async function stopLeftovers(): Promise<void> {
 }
 
 export function spawnServer(env: Record<string, string>, args: string[] = []): Spawned {
-  const child = spawn(TSX, ['lib/local/server.ts', ...args], { cwd: REPO_ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const start = startCommand();
+  const child = spawn(start.command, [...start.args, ...args], { cwd: REPO_ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   let out = '';
   let err = '';

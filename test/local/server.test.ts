@@ -1,5 +1,5 @@
 /**
- * `npm start` end to end: the real entry point (tsx lib/local/server.ts) in a child process,
+ * `npm start` end to end: the real entry point (`npm start`'s command) in a child process,
  * first on its own DynamoDB Local (--in-memory), then twice on the test DynamoDB with one table
  * to show a restart duplicates nothing; the examples over HTTP; the keys CLI; SIGINT. A stop
  * with turns in flight is shutdown.test.ts. The tests wait for what the server prints or logs.
