@@ -58,7 +58,20 @@ export function findReferences(text: string): Reference[] {
 /** A piece of a template: literal text, or a reference with the exact text it replaces. */
 export type TemplatePart = { text: string } | { ref: Reference; source: string };
 
-export function splitTemplate(template: string): TemplatePart[] {
+export function splitTemplate(template: string): readonly TemplatePart[] {
+  // templates are a workflow's params: the same few strings, rendered on every turn
+  const cached = splitCache.get(template);
+  if (cached) return cached;
+  const parts = splitFresh(template);
+  if (splitCache.size >= SPLIT_CACHE_SIZE) splitCache.clear();
+  splitCache.set(template, parts);
+  return parts;
+}
+
+const SPLIT_CACHE_SIZE = 2000;
+const splitCache = new Map<string, readonly TemplatePart[]>();
+
+function splitFresh(template: string): TemplatePart[] {
   const parts: TemplatePart[] = [];
   let last = 0;
   for (const m of template.matchAll(referencePattern())) {

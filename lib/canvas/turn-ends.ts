@@ -169,8 +169,13 @@ export function* finishedOrDeferred(core: CanvasCore, id: string, startedAt: num
 export function finished(core: CanvasCore, id: string, startedAt: number, error: string | null): CanvasEvent {
   // own properties whatever the names (`__proto__` included), and a fast object to serialize
   const outputs = Object.fromEntries(Object.entries(core.state.nodes[id]?.outputs ?? {}).map(([k, v]) => [k, v instanceof TextStream ? v.partialText() : v]));
+  const node = core.workflow.node(id);
+  // written out, not spread from a shared object: `{ ...info, more }` takes V8's slow path (~3 µs)
   return event('node_finished', {
-    ...nodeInfo(core, id, startedAt),
+    component_id: id,
+    component_name: node.displayName,
+    component_type: node.componentName,
+    created_at: startedAt / 1000,
     inputs: null,
     outputs,
     error,
@@ -178,14 +183,16 @@ export function finished(core: CanvasCore, id: string, startedAt: number, error:
   });
 }
 
-export function nodeInfo(core: CanvasCore, id: string, startedAt: number) {
+export function nodeStarted(core: CanvasCore, id: string, startedAt: number): CanvasEvent {
   const node = core.workflow.node(id);
-  return {
+  return event('node_started', {
     component_id: id,
     component_name: node.displayName,
     component_type: node.componentName,
     created_at: startedAt / 1000,
-  };
+    inputs: null,
+    thoughts: '',
+  });
 }
 
 function fieldView(field: FormField, value: unknown): FieldView {
