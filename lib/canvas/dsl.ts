@@ -57,7 +57,7 @@ export interface Workflow {
   containersOf(id: string): string[];
 }
 
-const entrySchema = z.looseObject({
+const entrySchema = z.lazy(() => z.looseObject({
   obj: z.looseObject({
     component_name: z.string().min(1),
     params: z.record(z.string(), z.unknown()).nullish(),
@@ -65,13 +65,13 @@ const entrySchema = z.looseObject({
   downstream: z.array(z.string()).nullish(),
   upstream: z.array(z.string()).nullish(),
   parent_id: z.string().nullish(),
-});
+}));
 
-const exceptionSchema = z.looseObject({
+const exceptionSchema = z.lazy(() => z.looseObject({
   exception_method: z.union([z.enum(['goto', 'comment']), z.literal(''), z.literal('null')]).nullish(),
   exception_goto: z.union([z.array(z.string()), z.string()]).nullish(),
   exception_default_value: z.union([z.string(), z.number(), z.boolean()]).nullish(),
-});
+}));
 
 /** Compiles a DSL, or throws a `DslValidationError` listing every problem found. */
 export function compileWorkflow(

@@ -24,7 +24,7 @@ import { decisionField } from './form-fields';
  * A condition on one argument of a call: every test given must hold. `matches` is a regular
  * expression the argument's text must match; the number tests take numbers (or numeric text).
  */
-const argumentCondition = z
+const argumentCondition = z.lazy(() => z
   .strictObject({
     equals: z.unknown().optional(),
     in: z.array(z.unknown()).max(100).optional(),
@@ -45,15 +45,15 @@ const argumentCondition = z
     lt: z.number().optional(),
     lte: z.number().optional(),
   })
-  .refine((c) => Object.keys(c).length > 0, 'needs at least one test (equals, in, matches, gt, gte, lt, lte)');
+  .refine((c) => Object.keys(c).length > 0, 'needs at least one test (equals, in, matches, gt, gte, lt, lte)'));
 
 /** Per tool: `true` (every call), or conditions on its arguments, all of which make a call need approval. */
-const perTool = z.record(z.string().min(1).max(128), z.union([z.literal(true), z.record(z.string().min(1).max(128), argumentCondition)]));
+const perTool = z.lazy(() => z.record(z.string().min(1).max(128), z.union([z.literal(true), z.record(z.string().min(1).max(128), argumentCondition)])));
 
-export const approvalParam = z
+export const approvalParam = z.lazy(() => z
   .union([z.literal('all'), z.array(z.string().min(1).max(128)).max(64), perTool])
   .nullish()
-  .transform((v) => v ?? null);
+  .transform((v) => v ?? null));
 
 export type ApprovalParam = z.output<typeof approvalParam>;
 type ArgumentCondition = z.output<typeof argumentCondition>;

@@ -57,7 +57,7 @@ export const MAX_AGENT_DEPTH = 3;
 /** The kind of a sub-Agent entry; every Agent provides it, whatever its registry. */
 export const SUB_AGENT_KIND = 'Agent';
 
-export interface AgentParams extends z.output<typeof baseAgentShape> {
+export interface AgentParams extends z.output<ReturnType<typeof buildBaseAgentShape>> {
   tools: AgentToolEntry[];
 }
 
@@ -66,25 +66,30 @@ export interface AgentToolEntry extends ToolEntry {
   readonly params: unknown;
 }
 
-const baseAgentShape = z.looseObject({
-  ...llmParamsShape,
-  max_rounds: z.number().int().min(0).max(20).nullish().transform((r) => r ?? DEFAULT_MAX_ROUNDS),
-  description: z.string().nullish(),
-  user_prompt: z.string().nullish(),
-  mcp: z
-    .array(mcpEntrySchema)
-    .nullish()
-    .transform((m) => m ?? []),
-  /** Sent to its MCP servers besides their own headers (RAGFlow's `custom_header`). */
-  custom_header: customHeaderSchema,
-  /** Easel's addition: the tool calls a person approves first (agent-approvals.ts). */
-  approval: approvalParam,
-});
+// built on first use (memoized): a cold start that runs no Agent does not construct it
+let baseAgent: ReturnType<typeof buildBaseAgentShape> | undefined;
+const baseAgentShape = () => (baseAgent ??= buildBaseAgentShape());
+function buildBaseAgentShape() {
+  return z.looseObject({
+    ...llmParamsShape(),
+    max_rounds: z.number().int().min(0).max(20).nullish().transform((r) => r ?? DEFAULT_MAX_ROUNDS),
+    description: z.string().nullish(),
+    user_prompt: z.string().nullish(),
+    mcp: z
+      .array(mcpEntrySchema)
+      .nullish()
+      .transform((m) => m ?? []),
+    /** Sent to its MCP servers besides their own headers (RAGFlow's `custom_header`). */
+    custom_header: customHeaderSchema,
+    /** Easel's addition: the tool calls a person approves first (agent-approvals.ts). */
+    approval: approvalParam,
+  });
+}
 
 /** The params schema of an Agent whose tool entries may be sub-Agents or kinds of `tools`. */
 function agentParamsFor(tools: ToolRegistry): z.ZodType<AgentParams> {
   const known = [SUB_AGENT_KIND, ...tools.kinds];
-  const self: z.ZodType<AgentParams> = baseAgentShape.extend({
+  const self: z.ZodType<AgentParams> = z.lazy(() => baseAgentShape().extend({
     tools: z
       .array(
         z.looseObject({
@@ -112,7 +117,7 @@ function agentParamsFor(tools: ToolRegistry): z.ZodType<AgentParams> {
           return entry;
         }),
       ),
-  }) as unknown as z.ZodType<AgentParams>;
+  }) as unknown as z.ZodType<AgentParams>);
   return self;
 }
 

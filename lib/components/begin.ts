@@ -24,7 +24,7 @@ export const DEFAULT_PROLOGUE = "Hi! I'm your smart assistant. What can I do for
 /** What a webhook delivery gives Begin: its outputs. */
 export const WEBHOOK_OUTPUTS = ['query', 'headers', 'body'] as const;
 
-const params = z
+const params = z.lazy(() => z
   .looseObject({
     mode: z
       .string()
@@ -46,7 +46,7 @@ const params = z
       return z.NEVER;
     }
     return { ...p, webhook: parsed.data as WebhookConfig | undefined };
-  });
+  }));
 
 export const begin = defineComponent({
   name: 'Begin',

@@ -24,7 +24,7 @@ import { modelsOf } from './services';
 /** Said in a Categorize's outputs when the echo stand-in decided it. */
 export const ECHO_CLASSIFICATION_NOTICE = 'not a real classification: the echo stand-in answered, and it repeats the prompt, which names every category';
 
-const category = z.looseObject({
+const category = z.lazy(() => z.looseObject({
   description: z.string().nullish(),
   examples: z
     .union([z.string(), z.array(z.string())])
@@ -32,16 +32,16 @@ const category = z.looseObject({
     // one example per line: templates pack several lines into one list element
     .transform((e) => (e === null || e === undefined ? [] : Array.isArray(e) ? e : [e]).flatMap((x) => x.split('\n')).map((x) => x.trim()).filter(Boolean)),
   to: z.union([z.string(), z.array(z.string())]).nullish().transform(idList).pipe(z.array(z.string()).min(1, 'a category needs a target')),
-});
+}));
 
-const params = z.looseObject({
-  ...llmParamsShape,
+const params = z.lazy(() => z.looseObject({
+  ...llmParamsShape(),
   category_description: z
     .record(z.string().min(1), category)
     .refine((c) => Object.keys(c).length > 0, 'needs at least one category'),
   query: z.string().nullish().transform((q) => q || 'sys.query'),
   message_history_window_size: z.number().int().min(0).max(50).nullish().transform((w) => w ?? 1),
-});
+}));
 
 export const categorize = defineComponent({
   name: 'Categorize',

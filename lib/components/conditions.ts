@@ -231,10 +231,10 @@ export const TEXT_FILTER_OPERATORS = ['=', '≠', 'contains', 'start with', 'end
 export type TextFilterOperator = (typeof TEXT_FILTER_OPERATORS)[number];
 
 /** A filter's operator in the DSL: any case, ASCII `!=` and `==` too. */
-export const textFilterOperator = z
+export const textFilterOperator = z.lazy(() => z
   .string({ error: `must be one of: ${TEXT_FILTER_OPERATORS.join(', ')}` })
   .transform((op) => canonicalOperator(op.toLowerCase()))
-  .pipe(z.enum(TEXT_FILTER_OPERATORS, { error: `must be one of: ${TEXT_FILTER_OPERATORS.join(', ')}` }));
+  .pipe(z.enum(TEXT_FILTER_OPERATORS, { error: `must be one of: ${TEXT_FILTER_OPERATORS.join(', ')}` })));
 
 /** Those filters compare text exactly (case-sensitive), unlike Switch. */
 export function textMatches(value: string, operator: TextFilterOperator, target: string): boolean {

@@ -48,14 +48,14 @@ export const DATA_OPERATIONS_LIMITS = {
 } as const;
 
 /** A list param whose entries may be left blank by RAGFlow's editor (null): those are dropped. */
-const keyList = z
+const keyList = z.lazy(() => z
   .array(z.string().nullable())
   .nullish()
-  .transform((keys) => (keys ?? []).filter((k): k is string => k !== null));
+  .transform((keys) => (keys ?? []).filter((k): k is string => k !== null)));
 
-const text = z.union([z.string(), z.number(), z.boolean()]).nullish();
+const text = z.lazy(() => z.union([z.string(), z.number(), z.boolean()]).nullish());
 
-const params = z.looseObject({
+const params = z.lazy(() => z.looseObject({
   // One variable or a list of them; entries the editor left blank (null) are skipped.
   query: z
     .union([z.string().min(1, 'names a variable'), z.array(z.string().min(1, 'names a variable').nullable())])
@@ -96,7 +96,7 @@ const params = z.looseObject({
         return from === '' || to === '' || from === to ? [] : [{ from, to }];
       }),
     ),
-});
+}));
 type Params = z.output<typeof params>;
 type Obj = Record<string, unknown>;
 

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { type Decision, FIELD_TYPES, type FieldType, type FormField } from '../canvas/forms';
 import { dict } from '../canvas/state';
 
-const fieldSchema = z.looseObject({
+const fieldSchema = z.lazy(() => z.looseObject({
   name: z.string().nullish(),
   type: z
     .string()
@@ -16,12 +16,12 @@ const fieldSchema = z.looseObject({
   options: z.array(z.union([z.string(), z.number()]).transform(String)).nullish(),
   description: z.string().nullish(),
   value: z.unknown().optional(),
-});
+}));
 
-export const formFieldsSchema = z
+export const formFieldsSchema = z.lazy(() => z
   .record(z.string().min(1).max(128), fieldSchema)
   .nullish()
-  .transform((inputs) => inputs ?? {});
+  .transform((inputs) => inputs ?? {}));
 
 export type FormFieldsParam = z.output<typeof formFieldsSchema>;
 

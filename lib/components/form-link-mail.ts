@@ -23,7 +23,7 @@ export const EXPIRES_AT_PLACEHOLDER = '{expires_at}';
 
 const DEFAULT_SUBJECT = 'A form is waiting for your answer';
 
-export const formLinkEmailParam = z
+export const formLinkEmailParam = z.lazy(() => z
   .strictObject({
     to: z.union([z.string().trim().min(1).max(1000), z.array(z.string().trim().min(1).max(1000)).min(1).max(MAX_MAIL_RECIPIENTS)]),
     subject: z.string().max(500).nullish(),
@@ -31,7 +31,7 @@ export const formLinkEmailParam = z
     body: z.string().max(20_000).nullish(),
     expires_in_seconds: z.number().int().min(60).max(30 * 86_400).nullish(),
   })
-  .nullish();
+  .nullish());
 
 export type FormLinkEmail = NonNullable<z.output<typeof formLinkEmailParam>>;
 

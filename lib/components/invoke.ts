@@ -22,7 +22,7 @@ export const MAX_INVOKE_TIMEOUT_S = 300;
 const IDEMPOTENT = new Set(['get', 'head', 'put', 'delete', 'options']);
 const WITH_BODY = new Set(['post', 'put', 'patch']);
 
-const params = z.looseObject({
+const params = z.lazy(() => z.looseObject({
   url: z.string().min(1, 'needs a URL'),
   method: z
     .string()
@@ -58,7 +58,7 @@ const params = z.looseObject({
   max_retries: z.number().int().min(0).max(5).nullish().transform((r) => r ?? 0),
   delay_after_error: z.number().min(0).max(30).nullish().transform((d) => d ?? 2),
   retry_non_idempotent: z.boolean().nullish(),
-});
+}));
 type InvokeParams = z.output<typeof params>;
 
 export const invoke = defineComponent({

@@ -12,13 +12,13 @@ import { checkStartNode, checkVariable } from './checks';
 
 export const MAX_ITERATION_ITEMS = 1000;
 
-export const iterationParams = z.looseObject({
+export const iterationParams = z.lazy(() => z.looseObject({
   items_ref: z.string().min(1, 'names the list to iterate over'),
   outputs: z
     .record(z.string(), z.looseObject({ ref: z.string().nullish(), type: z.string().nullish() }))
     .nullish()
     .transform((o) => o ?? {}),
-});
+}));
 export type IterationParams = z.output<typeof iterationParams>;
 
 /** What an Iteration keeps between rounds: the list as it was at the start, and the cursor. */

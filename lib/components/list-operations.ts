@@ -25,7 +25,7 @@ export const LIST_OPERATIONS = ['nth', 'head', 'tail', 'filter', 'sort', 'drop_d
 type Operation = (typeof LIST_OPERATIONS)[number];
 
 /** Python's `int()` of a param: integers, numbers truncated, integer text (`" 3"`, `"1_000"`). */
-const integer = z
+const integer = z.lazy(() => z
   .union([z.number(), z.string()], { error: 'must be an integer' })
   .nullish()
   .transform((v, issue) => {
@@ -34,15 +34,15 @@ const integer = z
     if (typeof v === 'string' && /^\s*[-+]?\d+(?:_\d+)*\s*$/.test(v)) return Number(v.replaceAll('_', ''));
     issue.addIssue({ code: 'custom', message: 'must be an integer' });
     return z.NEVER;
-  });
+  }));
 
 /** RAGFlow's strict flag: a boolean, or text such as "true", "yes", "on", "1". */
-const flag = z
+const flag = z.lazy(() => z
   .union([z.boolean(), z.string(), z.number()], { error: 'must be true or false' })
   .nullish()
-  .transform((v) => (typeof v === 'string' ? ['1', 'true', 'yes', 'on'].includes(v.trim().toLowerCase()) : Boolean(v)));
+  .transform((v) => (typeof v === 'string' ? ['1', 'true', 'yes', 'on'].includes(v.trim().toLowerCase()) : Boolean(v))));
 
-const params = z.looseObject({
+const params = z.lazy(() => z.looseObject({
   query: z.string({ error: 'names the list variable' }).min(1, 'names the list variable'),
   operations: z
     .string({ error: `must be one of: ${LIST_OPERATIONS.join(', ')}` })
@@ -73,7 +73,7 @@ const params = z.looseObject({
     })
     .nullish()
     .transform((f) => ({ operator: f?.operator ?? '=', value: pythonText(f?.value) })),
-});
+}));
 type Params = z.output<typeof params>;
 
 export const listOperations = defineComponent({

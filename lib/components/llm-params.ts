@@ -13,9 +13,9 @@ import { type ChatMessage, type ChatModel, type ChatOptions, type ChatResult, co
 import { attachFiles } from './attachments';
 import { checkVariable } from './checks';
 
-const number = z.union([z.number(), z.string().regex(/^\s*-?\d*\.?\d+\s*$/).transform(Number)]);
+const number = z.lazy(() => z.union([z.number(), z.string().regex(/^\s*-?\d*\.?\d+\s*$/).transform(Number)]));
 
-export const llmParamsShape = {
+export const llmParamsShape = () => ({
   llm_id: z.string().nullish(),
   sys_prompt: z.string().nullish().transform((s) => s ?? ''),
   prompts: z
@@ -43,9 +43,9 @@ export const llmParamsShape = {
   /** The variable whose images the model is shown (RAGFlow's), e.g. `sys.files`. */
   visual_files_var: z.string().nullish(),
   outputs: z.record(z.string(), z.unknown()).nullish(),
-};
+});
 
-export const llmParams = z.looseObject(llmParamsShape);
+export const llmParams = z.lazy(() => z.looseObject(llmParamsShape()));
 export type LlmParams = z.output<typeof llmParams>;
 
 export const DEFAULT_HISTORY_WINDOW = 13;

@@ -16,12 +16,12 @@ import { canonicalOperator, LOOP_OPERATORS, parseFloatStrict } from './condition
 export const DEFAULT_MAXIMUM_LOOP_COUNT = 10;
 export const MAX_LOOP_COUNT = 10_000;
 
-const inputMode = z
+const inputMode = z.lazy(() => z
   .string()
   .nullish()
-  .transform((m) => (m === 'variable' ? 'variable' : m === 'constant' || m === null || m === undefined || m === '' ? 'constant' : 'empty'));
+  .transform((m) => (m === 'variable' ? 'variable' : m === 'constant' || m === null || m === undefined || m === '' ? 'constant' : 'empty')));
 
-export const loopParams = z.looseObject({
+export const loopParams = z.lazy(() => z.looseObject({
   loop_variables: z
     .array(
       z.looseObject({
@@ -58,7 +58,7 @@ export const loopParams = z.looseObject({
     .max(MAX_LOOP_COUNT)
     .nullish()
     .transform((v) => v ?? DEFAULT_MAXIMUM_LOOP_COUNT),
-});
+}));
 export type LoopParams = z.output<typeof loopParams>;
 
 /** Rounds started so far in the current run of the Loop. */

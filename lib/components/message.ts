@@ -13,13 +13,13 @@ import { defineComponent } from '../canvas/component';
 import { hasJinja, renderJinja } from './jinja';
 import { bindReferences } from './template-references';
 
-const params = z.looseObject({
+const params = z.lazy(() => z.looseObject({
   content: z
     .union([z.string(), z.array(z.string())])
     .transform((c) => (Array.isArray(c) ? c : [c]).filter((t) => t.trim() !== ''))
     .pipe(z.array(z.string()).min(1, 'needs at least one non-empty template')),
   stream: z.boolean().nullish().transform((v) => v ?? true),
-});
+}));
 
 export const message = defineComponent({
   name: 'Message',

@@ -11,7 +11,7 @@ import type { CheckScope } from '../canvas/component';
 import type { DslProblem } from '../canvas/errors';
 import { asReference, exactReference, isRecord } from '../canvas/references';
 
-const numeric = z.union([z.number(), z.string().regex(/^\s*-?\d*\.?\d+\s*$/).transform(Number)]);
+const numeric = z.lazy(() => z.union([z.number(), z.string().regex(/^\s*-?\d*\.?\d+\s*$/).transform(Number)]));
 
 /** A number between 0 and 1, as RAGFlow's `check_decimal_float`. */
 const fraction = (fallback: number) =>
@@ -27,7 +27,7 @@ const count = (fallback: number, max: number) =>
     .pipe(z.number().int('must be a whole number').positive('must be a positive number').max(max, `must be at most ${max}`));
 
 /** A list of ids, names or variable references; RAGFlow's older DSLs write one as a string. */
-const idList = z
+const idList = z.lazy(() => z
   .union([z.string(), z.array(z.unknown())])
   .nullish()
   .transform((v) => {
@@ -39,12 +39,12 @@ const idList = z
       if (isRecord(item)) for (const key of ['ref', 'value', 'variable', 'id']) if (typeof item[key] === 'string' && item[key]) return [item[key]];
       return [];
     });
-  });
+  }));
 
 const unsupported = (what: string) => `${what} is not supported`;
 
 /** The params of RAGFlow's Retrieval (component and tool) but `query`. */
-export const retrievalShape = {
+export const retrievalShape = () => ({
   similarity_threshold: fraction(0.2),
   keywords_similarity_weight: fraction(0.5),
   top_n: count(8, 1024),
@@ -70,9 +70,9 @@ export const retrievalShape = {
     .refine((v) => v !== 'memory', 'Retrieval from RAGFlow\'s memory is not supported')
     .transform((v) => v ?? 'dataset'),
   memory_ids: z.array(z.unknown()).nullish().refine((v) => !v || v.length === 0, 'Retrieval from RAGFlow\'s memory is not supported'),
-};
+});
 
-export const retrievalSettings = z.looseObject(retrievalShape);
+export const retrievalSettings = z.lazy(() => z.looseObject(retrievalShape()));
 export type RetrievalSettings = z.output<typeof retrievalSettings>;
 
 /** The knowledge bases a Retrieval searches, as the DSL writes them: `dataset_ids`, else `kb_ids`, then `kb_vars`. */

@@ -22,11 +22,13 @@ import { checkDatasetVariables, retrievalShape } from './retrieval-params';
 import { searchKnowledge } from './retrieval-search';
 import { knowledgeOf } from './services';
 
-const params = z.looseObject({
-  ...retrievalShape,
+const params = z.lazy(() =>
+  z.looseObject({
+  ...retrievalShape(),
   /** RAGFlow's default is empty: a Retrieval without a query finds nothing. */
   query: z.unknown().optional().transform((q) => (q === undefined || q === null ? '' : q)),
-});
+  }),
+);
 
 export const retrieval = defineComponent({
   name: 'Retrieval',

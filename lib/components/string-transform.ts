@@ -19,7 +19,7 @@ import { truthy } from './conditions';
 import { hasJinja, renderJinja } from './jinja';
 import { bindReferences, interpolate } from './template-references';
 
-const params = z.looseObject({
+const params = z.lazy(() => z.looseObject({
   method: z.enum(['split', 'merge'], { error: 'must be one of: split, merge' }).nullish().transform((m) => m ?? 'split'),
   script: z.string().nullish().transform((s) => s ?? ''),
   split_ref: z.string().nullish().transform((s) => s ?? ''),
@@ -28,7 +28,7 @@ const params = z.looseObject({
     .nullish()
     .transform((d) => (d === null || d === undefined ? [','] : Array.isArray(d) ? d : [d]))
     .pipe(z.array(z.string().min(1, 'a delimiter cannot be empty')).min(1, 'needs at least one delimiter')),
-});
+}));
 
 export const stringTransform = defineComponent({
   name: 'StringTransform',

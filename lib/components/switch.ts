@@ -8,9 +8,9 @@ import { defineComponent } from '../canvas/component';
 import { checkVariable, idList } from './checks';
 import { canonicalOperator, SWITCH_OPERATORS, switchCompare } from './conditions';
 
-const ids = z.union([z.string(), z.array(z.string())]).nullish().transform(idList);
+const ids = z.lazy(() => z.union([z.string(), z.array(z.string())]).nullish().transform(idList));
 
-const params = z
+const params = z.lazy(() => z
   .looseObject({
     conditions: z
       .array(
@@ -37,7 +37,7 @@ const params = z
     end_cpn_id: z.string().nullish(),
   })
   .transform((p) => ({ ...p, else: idList(p.end_cpn_ids?.length ? p.end_cpn_ids : p.end_cpn_id) }))
-  .refine((p) => p.else.length > 0, { path: ['end_cpn_ids'], message: 'the else branch needs at least one target' });
+  .refine((p) => p.else.length > 0, { path: ['end_cpn_ids'], message: 'the else branch needs at least one target' }));
 
 export const switchComponent = defineComponent({
   name: 'Switch',

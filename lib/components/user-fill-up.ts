@@ -27,11 +27,11 @@ const DEFAULT_TIPS = 'Please fill up the form';
 export const DECISION_FIELD = 'decision';
 const MAX_DECISIONS = 20;
 
-const decision = z.looseObject({
+const decision = z.lazy(() => z.looseObject({
   id: z.string().trim().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'must be 1-64 letters, digits, or _ . : -'),
   label: z.string().trim().max(200).nullish(),
   to: z.union([z.string(), z.array(z.string())]).transform(idList).pipe(z.array(z.string()).min(1, 'a decision needs a target')),
-});
+}));
 
 const params = z.looseObject({
   enable_tips: z.boolean().nullish().transform((v) => v ?? true),

@@ -9,7 +9,7 @@ import { dict } from '../canvas/state';
 import { checkVariable } from './checks';
 import { truthy } from './conditions';
 
-const params = z.looseObject({
+const params = z.lazy(() => z.looseObject({
   groups: z
     .array(
       z.looseObject({
@@ -21,7 +21,7 @@ const params = z.looseObject({
       }),
     )
     .min(1, 'needs at least one group'),
-});
+}));
 
 export const variableAggregator = defineComponent({
   name: 'VariableAggregator',

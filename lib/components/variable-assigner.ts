@@ -26,7 +26,7 @@ export const ASSIGN_OPERATORS = [
 type AssignOperator = (typeof ASSIGN_OPERATORS)[number];
 const NO_PARAMETER: readonly AssignOperator[] = ['clear', 'remove_first', 'remove_last'];
 
-const params = z.looseObject({
+const params = z.lazy(() => z.looseObject({
   variables: z
     .array(
       z
@@ -45,7 +45,7 @@ const params = z.looseObject({
     )
     .nullish()
     .transform((v) => v ?? []),
-});
+}));
 
 export const variableAssigner = defineComponent({
   name: 'VariableAssigner',

@@ -42,11 +42,11 @@ export interface FieldSchema {
   description?: string;
 }
 
-const fieldType = z
+const fieldType = z.lazy(() => z
   .string()
   .transform((t) => t.trim().toLowerCase())
   .refine((t) => t !== 'file', 'file fields are not supported in webhook deliveries (upload files with POST /workflows/v1/files)')
-  .refine((t) => t === 'file' || TYPE_PATTERN.test(t), `must be one of ${SCALAR_TYPES.join(', ')} or array<T>`);
+  .refine((t) => t === 'file' || TYPE_PATTERN.test(t), `must be one of ${SCALAR_TYPES.join(', ')} or array<T>`));
 
 export const fieldSchema: z.ZodType<FieldSchema> = z.lazy(() =>
   z.looseObject({
@@ -75,10 +75,10 @@ function truthy(value: unknown): boolean {
   return false;
 }
 
-const secretValue = z.string().min(1, 'must not be empty').max(1024, 'must be at most 1024 characters');
-const ref = z.string().regex(CREDENTIAL_REF, 'names a credential this tenant stored at import (whs_ and 24 hex digits)');
+const secretValue = z.lazy(() => z.string().min(1, 'must not be empty').max(1024, 'must be at most 1024 characters'));
+const ref = z.lazy(() => z.string().regex(CREDENTIAL_REF, 'names a credential this tenant stored at import (whs_ and 24 hex digits)'));
 
-const security = z
+const security = z.lazy(() => z
   .looseObject({
     auth_type: z
       .string()
@@ -161,11 +161,11 @@ const security = z
     }
     if (s.auth_type === 'jwt') need(Boolean(s.jwt?.secret ?? s.jwt?.secret_ref), ['jwt', 'secret'], 'JWT authentication needs the secret it is signed with');
     s.ip_whitelist.forEach((rule, i) => need(isIpRule(rule), ['ip_whitelist', String(i)], `"${rule}" is not an IP address or CIDR`));
-  });
+  }));
 
 export type WebhookSecurity = z.output<typeof security>;
 
-export const webhookConfigSchema = z
+export const webhookConfigSchema = z.lazy(() => z
   .looseObject({
     methods: oneOrMany(WEBHOOK_METHODS, 'method', (m) => m.trim().toUpperCase()),
     content_types: oneOrMany(WEBHOOK_CONTENT_TYPES, 'content type', (t) => t.trim().toLowerCase()),
@@ -201,7 +201,7 @@ export const webhookConfigSchema = z
         ctx.addIssue({ code: 'custom', path: ['schema', 'headers', 'properties', name], message: 'the header that authenticates a delivery is never passed to the workflow' });
       }
     }
-  });
+  }));
 
 export type WebhookConfig = z.output<typeof webhookConfigSchema>;
 

@@ -143,10 +143,10 @@ function requestFailure(error: unknown, where: string, timeoutMs: number, signal
 
 // ---- the answer ---------------------------------------------------------------------------------
 
-const Envelope = z.object({ code: z.number(), message: z.string().optional(), data: z.unknown().optional() });
+const Envelope = z.lazy(() => z.object({ code: z.number(), message: z.string().optional(), data: z.unknown().optional() }));
 
 /** Lenient where RAGFlow's retrievers differ (Elasticsearch, Infinity, ...), strict on what a chunk is. */
-const Chunk = z.object({
+const Chunk = z.lazy(() => z.object({
   id: z.union([z.string(), z.number()]).transform(String),
   content: z.string().catch(''),
   document_id: z.string().catch(''),
@@ -160,16 +160,16 @@ const Chunk = z.object({
   term_similarity: z.number().catch(0),
   doc_type_kwd: z.string().catch(''),
   highlight: z.string().optional().catch(undefined),
-});
+}));
 
-const Data = z.object({
+const Data = z.lazy(() => z.object({
   chunks: z.array(Chunk),
   // An empty question is answered `{}` here, a list otherwise.
   doc_aggs: z
     .union([z.array(z.object({ doc_name: z.string().catch(''), doc_id: z.string().catch(''), count: z.number().catch(0) })), z.object({})])
     .catch([]),
   total: z.number().int().nonnegative().catch(0),
-});
+}));
 
 function readAnswer(response: OutboundResponse, where: string, apiKey: string): RetrievalResult {
   const quote = (text: string) => bounded(redactSecrets(text, [apiKey]));

@@ -65,19 +65,19 @@ function field<S extends z.ZodType>(schema: S, name: string, reason: McpRefusal,
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const wellFormed = (text: string) => !LONE_SURROGATE.test(text);
 
-const NameSchema = z.string().refine((n) => n.trim() !== '' && bytes(n) <= MAX_MCP_NAME_BYTES && wellFormed(n));
-const ServerTypeSchema = z.enum(MCP_SERVER_TYPES);
-const UrlSchema = z.string().trim().min(1).refine((u) => bytes(u) <= MAX_MCP_URL_BYTES, `at most ${MAX_MCP_URL_BYTES} bytes`).refine(wellFormed, 'not valid Unicode text');
-const DescriptionSchema = z.string().refine((d) => bytes(d) <= MAX_MCP_DESCRIPTION_BYTES, `at most ${MAX_MCP_DESCRIPTION_BYTES} bytes`).refine(wellFormed, 'not valid Unicode text').nullish().transform((d) => d ?? '');
+const NameSchema = z.lazy(() => z.string().refine((n) => n.trim() !== '' && bytes(n) <= MAX_MCP_NAME_BYTES && wellFormed(n)));
+const ServerTypeSchema = z.lazy(() => z.enum(MCP_SERVER_TYPES));
+const UrlSchema = z.lazy(() => z.string().trim().min(1).refine((u) => bytes(u) <= MAX_MCP_URL_BYTES, `at most ${MAX_MCP_URL_BYTES} bytes`).refine(wellFormed, 'not valid Unicode text'));
+const DescriptionSchema = z.lazy(() => z.string().refine((d) => bytes(d) <= MAX_MCP_DESCRIPTION_BYTES, `at most ${MAX_MCP_DESCRIPTION_BYTES} bytes`).refine(wellFormed, 'not valid Unicode text').nullish().transform((d) => d ?? ''));
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** `${name}`/`$name` template variables (RAGFlow's `Template.safe_substitute`) may stand in a header's name. */
 const TEMPLATED_NAME = /^(?:[!#$%&'*+.^_`|~0-9A-Za-z-]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)+$/;
-const HeaderNameSchema = z.string().refine((n) => bytes(n) <= MAX_MCP_HEADER_NAME_BYTES && (HEADER_NAME.test(n) || TEMPLATED_NAME.test(n)));
-const HeaderValueSchema = z
+const HeaderNameSchema = z.lazy(() => z.string().refine((n) => bytes(n) <= MAX_MCP_HEADER_NAME_BYTES && (HEADER_NAME.test(n) || TEMPLATED_NAME.test(n))));
+const HeaderValueSchema = z.lazy(() => z
   .string()
   .refine((v) => bytes(v) <= MAX_MCP_HEADER_VALUE_BYTES, `at most ${MAX_MCP_HEADER_VALUE_BYTES} bytes`)
   .refine((v) => !/[\r\n\0]/.test(v), 'a header value holds no line break or NUL')
-  .refine(wellFormed, 'not valid Unicode text');
+  .refine(wellFormed, 'not valid Unicode text'));
 
 export function checkName(name: unknown): string {
   return field(NameSchema, 'name', 'name_invalid', `a name is 1 to ${MAX_MCP_NAME_BYTES} bytes (UTF-8), not blank`, name);
@@ -124,7 +124,7 @@ export function checkVariables(variables: unknown): Record<string, unknown> {
 }
 
 /** RAGFlow's per-tool switch as a client sends it: `{name: {enabled}}` (other fields are the server's). */
-const ToolSwitches = z.record(z.string(), z.looseObject({ enabled: z.boolean().optional() }));
+const ToolSwitches = z.lazy(() => z.record(z.string(), z.looseObject({ enabled: z.boolean().optional() })));
 
 export function checkToolSwitches(tools: unknown): Record<string, boolean> {
   if (tools === undefined || tools === null) return {};

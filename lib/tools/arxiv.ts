@@ -49,14 +49,14 @@ const PARAMETERS = {
   required: ['query'],
 };
 
-const params = z.looseObject({
+const params = z.lazy(() => z.looseObject({
   top_n: topNParam('Top N', 12),
   sort_by: withDefault(z.enum(ARXIV_SORTS, `ArXiv Search Sort_by should be one of ${ARXIV_SORTS.join(', ')}`), 'submittedDate'),
-  ...functionShape,
-});
+  ...functionShape(),
+}));
 export type ArxivParams = z.output<typeof params>;
 
-const args = z.object({ query: z.string().trim().min(1, 'must be a non-empty string') });
+const args = z.lazy(() => z.object({ query: z.string().trim().min(1, 'must be a non-empty string') }));
 
 export interface ArxivOptions {
   /** The operator's arXiv API base, no trailing slash. @default ARXIV_BASE_URL */

@@ -51,7 +51,8 @@ const CRAWLER_PARAMETERS = {
   required: ['query'],
 };
 
-const crawlerParams = z.looseObject({
+const crawlerParams = z.lazy(() =>
+  z.looseObject({
   extract_type: withDefault(
     z.enum(EXTRACT_TYPES, { error: (issue) => `Type of content from the crawler ${JSON.stringify(issue.input)} is not supported, it should be in ['html', 'markdown', 'content']` }),
     'markdown',
@@ -63,11 +64,12 @@ const crawlerParams = z.looseObject({
     .refine((v) => !v?.trim(), { message: 'a proxy is not supported: pages are fetched directly, through the SSRF guard; leave proxy empty' }),
   /** RAGFlow's default is `{sys.query}`; a literal URL here is fetched when the model names none. */
   query: z.string().nullish(),
-  ...functionShape,
-});
+  ...functionShape(),
+  }),
+);
 export type CrawlerParams = z.output<typeof crawlerParams>;
 
-const crawlerArgs = z.object({ query: z.string().nullish() });
+const crawlerArgs = z.lazy(() => z.object({ query: z.string().nullish() }));
 
 /** Content types read as HTML; a page that names none is read as HTML too, as a browser would. */
 const HTML_TYPES = new Set(['text/html', 'application/xhtml+xml', '']);

@@ -109,24 +109,25 @@ function emailParams(ports: SmtpPortPolicy) {
     smtp_username: z.string().nullish().transform((v) => v?.trim() ?? ''),
     password: credentialParam('password', SMTP_PASSWORD_SECRET),
     sender_name: required('Sender Name'),
-    ...functionShape,
+    ...functionShape(),
   });
 }
 export type EmailParams = z.output<ReturnType<typeof emailParams>>;
 
-const emailArgs = z.object({
+const emailArgs = z.lazy(() => z.object({
   to_email: z.string().trim().min(1, 'must name at least one address'),
   cc_email: z.string().nullish(),
   subject: z.string().nullish(),
   content: z.string().nullish(),
-});
+}));
 
 /** The Email kind: entries are checked against `ports` when the workflow is loaded. */
 export function emailTool(options: EmailOptions = {}): ToolKind<EmailParams> {
   const ports = options.ports ?? SMTP_PORTS;
   return {
     name: 'Email',
-    params: emailParams(ports),
+    // built on first use: the schema is a few dozen zod objects nobody needs at a cold start
+    params: z.lazy(() => emailParams(ports)),
     credentials: [{ param: 'password', secret: SMTP_PASSWORD_SECRET }],
     create: (entry) => mailTool(entry, ports, options),
   };

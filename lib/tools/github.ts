@@ -58,17 +58,17 @@ const PARAMETERS = {
   required: ['query'],
 };
 
-const githubParams = z.looseObject({
+const githubParams = z.lazy(() => z.looseObject({
   api_key: credentialParam('api_key', GITHUB_TOKEN_SECRET),
   top_n: withDefault(integerParam(1, `Top N should be within [1, ${MAX_PER_PAGE}]`).pipe(z.number().max(MAX_PER_PAGE, `Top N should be within [1, ${MAX_PER_PAGE}]`)), 10),
-  ...functionShape,
-});
+  ...functionShape(),
+}));
 export type GitHubParams = z.output<typeof githubParams>;
 
 /** What the model may write; anything else is ignored. */
-const githubArgs = z.object({ query: z.string().trim().min(1, 'must be a non-empty string') });
+const githubArgs = z.lazy(() => z.object({ query: z.string().trim().min(1, 'must be a non-empty string') }));
 
-const githubAnswer = z.looseObject({
+const githubAnswer = z.lazy(() => z.looseObject({
   items: z.array(
     z.looseObject({
       name: z.string().nullish(),
@@ -79,7 +79,7 @@ const githubAnswer = z.looseObject({
       stargazers_count: z.number().nullish(),
     }),
   ),
-});
+}));
 
 export interface GitHubOptions {
   /** The operator's GitHub API endpoint (GitHub Enterprise's `https://HOST/api/v3`, a proxy). @default GITHUB_BASE_URL */

@@ -83,34 +83,34 @@ const code = (codes: readonly string[], message: string) => z.string().refine((v
 const startParam = () => integerParam(0, 'Google start should be 0 or a positive integer');
 const numParam = () => integerParam(1, `Google num should be within [1, ${MAX_NUM}]`).pipe(z.number().max(MAX_NUM, `Google num should be within [1, ${MAX_NUM}]`));
 
-const googleParams = z.looseObject({
+const googleParams = z.lazy(() => z.looseObject({
   api_key: credentialParam('api_key', GOOGLE_KEY_SECRET),
   country: withDefault(code(GOOGLE_COUNTRIES, 'Google Country is not supported: it should be one of Google’s country codes (us, gb, de, cn, ...)'), 'cn'),
   language: withDefault(code(GOOGLE_LANGUAGES, 'Google languages is not supported: it should be one of Google’s language codes (en, de, zh-cn, ...)'), 'en'),
   start: withDefault(startParam(), 0),
   num: withDefault(numParam(), 6),
-  ...functionShape,
-});
+  ...functionShape(),
+}));
 export type GoogleParams = z.output<typeof googleParams>;
 
 /** What the model may write; anything else is ignored. */
-const googleArgs = z.object({
+const googleArgs = z.lazy(() => z.object({
   q: z.string().trim().min(1, 'must be a non-empty string'),
   start: startParam().nullish(),
   num: numParam().nullish(),
-});
+}));
 
-const organicResult = z.looseObject({
+const organicResult = z.lazy(() => z.looseObject({
   title: z.string().nullish(),
   link: z.string().nullish(),
   snippet: z.string().nullish(),
   about_this_result: z.looseObject({ source: z.looseObject({ description: z.string().nullish() }).nullish() }).nullish(),
-});
-const googleAnswer = z.looseObject({
+}));
+const googleAnswer = z.lazy(() => z.looseObject({
   organic_results: z.array(organicResult).nullish(),
   error: z.string().nullish(),
   search_metadata: z.looseObject({ status: z.string().nullish() }).nullish(),
-});
+}));
 
 export interface GoogleOptions {
   /** The operator's SerpApi endpoint. @default GOOGLE_BASE_URL */

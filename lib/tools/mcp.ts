@@ -24,27 +24,27 @@ import { ToolError } from './errors';
 import type { Tool } from './types';
 
 /** A tool meta as the DSL keeps it (RAGFlow stores what the server listed). */
-const toolMetaSchema = z.looseObject({
+const toolMetaSchema = z.lazy(() => z.looseObject({
   name: z.string().nullish(),
   description: z.string().nullish(),
   inputSchema: z.record(z.string(), z.unknown()).nullish(),
-});
+}));
 
 /** One `mcp` entry of an Agent's DSL. */
-export const mcpEntrySchema = z.looseObject({
+export const mcpEntrySchema = z.lazy(() => z.looseObject({
   mcp_id: z.string().min(1, 'mcp_id names a server of the MCP registry'),
   tools: z
     .record(z.string(), toolMetaSchema)
     .nullish()
     .transform((t) => t ?? {}),
-});
+}));
 export type McpEntry = z.output<typeof mcpEntrySchema>;
 
 /** The Agent's `custom_header`: names to values, numbers and booleans written as text. */
-export const customHeaderSchema = z
+export const customHeaderSchema = z.lazy(() => z
   .record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String))
   .nullish()
-  .transform((h) => h ?? {});
+  .transform((h) => h ?? {}));
 
 /** A tool bound for the model: the name it sees, and the tool behind it. */
 export interface NamedTool {

@@ -14,11 +14,11 @@ export const SECRET_REFERENCE = /^\{secret\.([A-Za-z_][A-Za-z0-9_]{0,63})\}$/;
 export const withDefault = <T extends z.ZodType>(schema: T, fallback: z.output<T>) => schema.nullish().transform((v) => v ?? fallback);
 
 /** Every tool entry may rename its function and reword its description for the model. */
-export const functionShape = {
+export const functionShape = () => ({
   /** Shown to the model; the tool's own when empty. */
   description: z.string().nullish(),
   function_name: z.string().regex(/^[A-Za-z0-9_-]{1,56}$/, 'must be 1-56 letters, digits, _ or -').nullish(),
-};
+});
 
 /**
  * A credential param (`api_key`, `password`): empty, or a `{secret.NAME}` reference. Empty

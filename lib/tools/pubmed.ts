@@ -69,15 +69,15 @@ const PARAMETERS = {
   required: ['query'],
 };
 
-const params = z.looseObject({
+const params = z.lazy(() => z.looseObject({
   top_n: topNParam('Top N', 12),
   email: withDefault(z.string().trim().regex(/^\S*$/, 'email must have no spaces (NCBI asks for one address)'), PUBMED_DEFAULT_EMAIL),
   api_key: credentialParam('api_key', NCBI_KEY_SECRET),
-  ...functionShape,
-});
+  ...functionShape(),
+}));
 export type PubmedParams = z.output<typeof params>;
 
-const args = z.object({ query: z.string().trim().min(1, 'must be a non-empty string') });
+const args = z.lazy(() => z.object({ query: z.string().trim().min(1, 'must be a non-empty string') }));
 
 export interface PubmedOptions {
   /** The operator's E-utilities base, no trailing slash. @default PUBMED_BASE_URL */

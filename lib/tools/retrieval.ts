@@ -27,12 +27,14 @@ export const RETRIEVAL_QUERY_DESCRIPTION =
 /** What the model reads when nothing was found and the entry sets no `empty_response`. */
 export const NOTHING_FOUND = 'Nothing relevant was found in the knowledge bases.';
 
-const params = z.looseObject({
-  ...retrievalShape,
+const params = z.lazy(() =>
+  z.looseObject({
+  ...retrievalShape(),
   /** Shown to the model; RAGFlow's when empty. */
   description: z.string().nullish(),
   function_name: z.string().regex(/^[A-Za-z0-9_-]{1,56}$/, 'must be 1-56 letters, digits, _ or -').nullish(),
-});
+  }),
+);
 export type RetrievalToolParams = z.output<typeof params>;
 
 export const retrievalTool: ToolKind<RetrievalToolParams> = {

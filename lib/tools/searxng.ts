@@ -62,20 +62,20 @@ const instanceUrl = (message: string) =>
     .refine((v) => v === '' || isHttpUrl(v), { message })
     .transform((v) => v.replace(/\/+$/, ''));
 
-const searxngParams = z.looseObject({
+const searxngParams = z.lazy(() => z.looseObject({
   top_n: withDefault(integerParam(1, 'Top N should be a positive integer'), 10),
   searxng_url: withDefault(instanceUrl('searxng_url must be the http(s) URL of a SearXNG instance, e.g. https://searx.example.org'), ''),
-  ...functionShape,
-});
+  ...functionShape(),
+}));
 export type SearxngParams = z.output<typeof searxngParams>;
 
 /** What the model may write; anything else is ignored. */
-const searxngArgs = z.object({
+const searxngArgs = z.lazy(() => z.object({
   query: z.string().trim().min(1, 'must be a non-empty string'),
   searxng_url: z.string().nullish(),
-});
+}));
 
-const searxngAnswer = z.looseObject({
+const searxngAnswer = z.lazy(() => z.looseObject({
   results: z.array(
     z.looseObject({
       url: z.string().nullish(),
@@ -83,7 +83,7 @@ const searxngAnswer = z.looseObject({
       content: z.string().nullish(),
     }),
   ),
-});
+}));
 
 /** The kind `SearXNG`; the instance is each entry's (or the model's) URL. */
 export function searxngTool(): ToolKind<SearxngParams> {

@@ -100,7 +100,7 @@ const EXTRACT_PARAMETERS = {
 const apiKey = credentialParam('api_key', TAVILY_KEY_SECRET);
 const domains = () => withDefault(z.array(z.string()), []);
 
-const searchParams = z.looseObject({
+const searchParams = z.lazy(() => z.looseObject({
   api_key: apiKey,
   search_depth: withDefault(z.enum(['basic', 'advanced'], "Tavily search depth should be in 'basic/advanced'"), 'basic'),
   topic: withDefault(z.enum(['general', 'news'], "Tavily topic: should be in 'general/news'"), 'general'),
@@ -112,35 +112,35 @@ const searchParams = z.looseObject({
   include_image_descriptions: withDefault(z.boolean(), false),
   include_domains: domains(),
   exclude_domains: domains(),
-  ...functionShape,
-});
+  ...functionShape(),
+}));
 export type TavilySearchParams = z.output<typeof searchParams>;
 
-const urlList = z.union([z.array(z.string()), z.string()]).transform((v) => (typeof v === 'string' ? splitUrls(v) : v.map((u) => u.trim()).filter(Boolean)));
+const urlList = z.lazy(() => z.union([z.array(z.string()), z.string()]).transform((v) => (typeof v === 'string' ? splitUrls(v) : v.map((u) => u.trim()).filter(Boolean))));
 
-const extractParams = z.looseObject({
+const extractParams = z.lazy(() => z.looseObject({
   api_key: apiKey,
   extract_depth: withDefault(z.enum(['basic', 'advanced'], "Tavily extract depth should be in 'basic/advanced'"), 'basic'),
   format: withDefault(z.enum(['markdown', 'text'], "Tavily extract format should be in 'markdown/text'"), 'markdown'),
   urls: urlList.nullish().transform((v) => v ?? []),
-  ...functionShape,
-});
+  ...functionShape(),
+}));
 export type TavilyExtractParams = z.output<typeof extractParams>;
 
 /** What the model may write; anything else it writes is ignored, as the entry's params decide it. */
-const searchArgs = z.object({
+const searchArgs = z.lazy(() => z.object({
   query: z.string().trim().min(1, 'must be a non-empty string'),
   topic: z.enum(['general', 'news']).nullish(),
   include_domains: z.array(z.string()).nullish(),
   exclude_domains: z.array(z.string()).nullish(),
-});
-const extractArgs = z.object({
+}));
+const extractArgs = z.lazy(() => z.object({
   urls: urlList.nullish(),
   extract_depth: z.enum(['basic', 'advanced']).nullish(),
   format: z.enum(['markdown', 'text']).nullish(),
-});
+}));
 
-const searchAnswer = z.object({
+const searchAnswer = z.lazy(() => z.object({
   results: z.array(
     z.looseObject({
       title: z.string().nullish(),
@@ -150,11 +150,11 @@ const searchAnswer = z.object({
       score: z.number().nullish(),
     }),
   ),
-});
-const extractAnswer = z.looseObject({
+}));
+const extractAnswer = z.lazy(() => z.looseObject({
   results: z.array(z.looseObject({ url: z.string(), raw_content: z.string().nullish() })),
   failed_results: z.array(z.unknown()).nullish(),
-});
+}));
 
 export interface TavilyOptions {
   /** The operator's Tavily endpoint, no trailing slash. @default TAVILY_BASE_URL */

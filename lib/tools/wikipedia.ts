@@ -69,21 +69,21 @@ const PARAMETERS = {
   required: ['query'],
 };
 
-const params = z.looseObject({
+const params = z.lazy(() => z.looseObject({
   top_n: topNParam('Top N', 10),
   language: withDefault(z.enum(WIKIPEDIA_LANGUAGES, `Wikipedia languages should be one of ${WIKIPEDIA_LANGUAGES.join(', ')}`), 'en'),
-  ...functionShape,
-});
+  ...functionShape(),
+}));
 export type WikipediaParams = z.output<typeof params>;
 
-const args = z.object({ query: z.string().trim().min(1, 'must be a non-empty string') });
+const args = z.lazy(() => z.object({ query: z.string().trim().min(1, 'must be a non-empty string') }));
 
 /** MediaWiki answers a refused request with 200 and `{error: {code, info}}`. */
-const apiError = z.object({ error: z.looseObject({ code: z.string().nullish(), info: z.string().nullish() }) });
-const searchAnswer = z.object({
+const apiError = z.lazy(() => z.object({ error: z.looseObject({ code: z.string().nullish(), info: z.string().nullish() }) }));
+const searchAnswer = z.lazy(() => z.object({
   query: z.object({ search: z.array(z.looseObject({ pageid: z.number().int(), title: z.string() })) }),
-});
-const pagesAnswer = z.object({
+}));
+const pagesAnswer = z.lazy(() => z.object({
   query: z.object({
     pages: z.array(
       z.looseObject({
@@ -96,7 +96,7 @@ const pagesAnswer = z.object({
       }),
     ),
   }).nullish(),
-});
+}));
 type WikipediaPage = NonNullable<z.output<typeof pagesAnswer>['query']>['pages'][number];
 
 export interface WikipediaOptions {

@@ -37,13 +37,13 @@ export interface FormLink {
   linkId: string;
 }
 
-const Subject = z.object({
+const Subject = z.lazy(() => z.object({
   t: z.string().min(1).max(256),
   w: z.string().min(1).max(128),
   r: z.string().regex(/^[0-9a-f]{32}$/),
   n: z.number().int().min(0),
   e: z.number().int().positive(),
-});
+}));
 
 /** Subjects grow with the tenant's and workflow's ids: allowed up to this many characters. */
 export const FORM_SUBJECT_MAX = 600;

@@ -35,7 +35,7 @@ import type { TurnResponse } from './response';
 import { RateLimitedError } from './quotas';
 import { isReplayPage, type ReplayPageMessage } from './replay-message';
 
-export const QueueMessage = z
+export const QueueMessage = z.lazy(() => z
   .object({
     tenant: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
     workflow_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
@@ -64,7 +64,7 @@ export const QueueMessage = z
   .refine((m) => m.run_id === undefined || m.turn_number !== undefined || m.claim !== undefined, {
     path: ['turn_number'],
     message: 'a message that resumes a run must carry turn_number',
-  });
+  }));
 export type QueueMessage = z.output<typeof QueueMessage>;
 
 /** Whatever the worker's queue carries: a turn, or a page of a replay. */

@@ -7,14 +7,14 @@
  */
 import { z } from 'zod';
 
-export const ReplayPageMessage = z.object({
+export const ReplayPageMessage = z.lazy(() => z.object({
   tenant: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
   workflow_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
   replay: z.object({
     id: z.string().regex(/^[0-9a-f]{32}$/),
     page: z.number().int().min(0),
   }),
-});
+}));
 export type ReplayPageMessage = z.output<typeof ReplayPageMessage>;
 
 /** Whether a queue message's body is a replay page's (a JSON object with a `replay` field). */

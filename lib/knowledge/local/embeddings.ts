@@ -72,9 +72,9 @@ export function createEmbedder(spec: string, llm: LlmSettings, options: Embedder
 
 // ---- OpenAI-compatible --------------------------------------------------------------------------
 
-const OpenAiAnswer = z.object({
+const OpenAiAnswer = z.lazy(() => z.object({
   data: z.array(z.object({ index: z.number().int().nonnegative(), embedding: z.array(z.number()) })),
-});
+}));
 
 function openAiEmbedder(
   id: string,
@@ -170,7 +170,7 @@ function titanVersion(model: string): 1 | 2 | undefined {
   return undefined;
 }
 
-const TitanAnswer = z.object({ embedding: z.array(z.number()) });
+const TitanAnswer = z.lazy(() => z.object({ embedding: z.array(z.number()) }));
 
 function bedrockEmbedder(id: string, model: string, titan: 1 | 2, llm: LlmSettings, options: EmbedderOptions): Embedder {
   const concurrency = Math.max(1, options.concurrency ?? DEFAULT_CONCURRENCY);
