@@ -140,6 +140,14 @@ describe('references', () => {
       expect(splitTemplate('')).toEqual([]);
     });
 
+    it('gives the same parts for a template seen before, also once more templates than it keeps were split', () => {
+      const first = splitTemplate('Hello {begin@name}');
+      expect(splitTemplate('Hello {begin@name}')).toBe(first);
+      // past the cache's size it starts again: every template still splits as it reads
+      for (let i = 0; i < 2100; i++) expect(splitTemplate(`n${i} {sys.query}`)[0]).toEqual({ text: `n${i} ` });
+      expect(splitTemplate('Hello {begin@name}')).toEqual(first);
+    });
+
     it('reassembles to the original template', () => {
       const template = 'a {cpn@out} b {{sys.query}} c {"x": 1} {item}';
       const rebuilt = splitTemplate(template)
