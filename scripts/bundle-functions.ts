@@ -145,8 +145,8 @@ export function inertDeps(): { engine: never; auth: never } {
 
 /** The OpenAPI document of the app, as `GET /openapi.json` would generate it. */
 export async function openapiDocument(): Promise<unknown> {
-  const { createApp, openapiDocumentOf } = await import('../lib/http/app');
-  return openapiDocumentOf(createApp(inertDeps()));
+  const { openapiDocumentFor } = await import('../lib/http/app');
+  return openapiDocumentFor(inertDeps());
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -28,9 +28,7 @@ import { registerFileRoutes } from './routes/files';
 import { registerForkRoutes } from './routes/forks';
 import { registerReplayRoutes } from './routes/replays';
 import { FORM_LINK_PATH, formLinkRoutes, registerFormLinkRoutes } from './routes/form-links';
-import { DOCUMENT_UPLOAD_PATH, knowledgeBaseRoutes } from './routes/knowledge-bases';
 import { registerKeyRoutes } from './routes/keys';
-import { mcpServerRoutes } from './routes/mcp-servers';
 import { registerMigrationRoutes } from './routes/migrations';
 import { registerRunRoutes } from './routes/runs';
 import { secretRoutes } from './routes/secrets';
@@ -40,6 +38,7 @@ import { webhookRoutes } from './routes/webhooks';
 import { registerRagflowRoutes } from './ragflow';
 import { OPENAPI_INFO } from './openapi';
 import { registerPlayground } from './playground';
+import { ADMIN_ROUTE_GROUPS, DOCUMENT_UPLOAD_PATH, mountAll, mountLazily } from './route-groups';
 
 export interface HttpLimits {
   /** Request bodies. @default 1 MiB */
@@ -145,7 +144,7 @@ export function createApp(deps: AppDeps): App {
     deps.logger?.error('unhandled error', { error: error instanceof Error ? error.message : String(error), path: c.req.path });
     return c.json(INTERNAL_ERROR, 500);
   });
-  app.notFound((c) => c.json({ code: 'not_found', error: 'no such route' }, 404));
+  app.notFound(notFound);
 
   app.get('/health', (c) => c.json({ status: 'ok' }));
   // the playground page (no auth: its API calls carry the key) and CORS, before auth runs
@@ -189,24 +188,31 @@ export function createApp(deps: AppDeps): App {
   registerFileRoutes(app, deps);
   registerFormLinkRoutes(app, deps);
   app.route('/workflows/v1/secrets', secretRoutes(deps));
-  app.route('/workflows/v1/knowledge-bases', knowledgeBaseRoutes(deps));
-  app.route('/workflows/v1/mcp-servers', mcpServerRoutes(deps));
+  // loaded on their first request: a cold start serving turns does not build them
+  for (const group of ADMIN_ROUTE_GROUPS) mountLazily(app as unknown as Hono<AppEnv>, group, deps, notFound);
   app.route('/workflows/v1', endUserRoutes(deps));
   registerRagflowRoutes(app as unknown as Hono<AppEnv>, deps);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
   let generated: Promise<unknown> | undefined;
-  const document = deps.openapiDocument ?? (() => (generated ??= openapiDocumentOf(app)));
+  const document = deps.openapiDocument ?? (() => (generated ??= openapiDocumentFor(deps)));
   app.get('/openapi.json', async (c) => c.json(await document()));
   return app;
 }
 
+function notFound(c: Context): Response {
+  return c.json({ code: 'not_found', error: 'no such route' }, 404);
+}
+
 /**
- * The OpenAPI document of an app's routes (what `npm run bundle` writes into the HTTP
- * packages): the native routes' from their zod schemas, and the RAGFlow-compatible routes'
- * from their descriptions (lib/http/ragflow/openapi.ts, loaded only here).
+ * The OpenAPI document of the app `deps` build (what `npm run bundle` writes into the HTTP
+ * packages): the native routes' from their zod schemas, the route groups loaded on first use
+ * included, and the RAGFlow-compatible routes' from their descriptions
+ * (lib/http/ragflow/openapi.ts, loaded only here).
  */
-export async function openapiDocumentOf(app: App): Promise<unknown> {
+export async function openapiDocumentFor(deps: AppDeps): Promise<unknown> {
+  const app = createApp(deps);
+  await mountAll(app, deps);
   const { withRagflowRoutes } = await import('./ragflow/openapi');
   return withRagflowRoutes(app.getOpenAPI31Document(OPENAPI_INFO));
 }

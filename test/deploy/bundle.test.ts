@@ -14,7 +14,7 @@ import { createInterface, type Interface } from 'node:readline';
 import type { Metafile } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readZip, type ZipEntry } from '../../bench/lib/zip';
-import { createApp, openapiDocumentOf } from '../../lib/http/app';
+import { openapiDocumentFor } from '../../lib/http/app';
 import { hashSecret, putApiKey } from '../../lib/store/api-keys';
 import { type BundledFunction, bundleFunctions, FUNCTION_ENTRIES, type FunctionName, inertDeps, openapiDocument, reachable } from '../../scripts/bundle-functions';
 import formIntake from '../fixtures/form-intake.json';
@@ -36,6 +36,10 @@ const LAZY = [
   '@aws-lambda-powertools/parameters',
   'lib/http/playground/assets.generated.ts',
   'lib/http/ragflow/openapi.ts',
+  // the admin route groups (lib/http/route-groups.ts)
+  'lib/http/routes/knowledge-bases.ts',
+  'lib/http/routes/knowledge-schemas.ts',
+  'lib/http/routes/mcp-servers.ts',
 ];
 
 let dir: string;
@@ -89,10 +93,12 @@ describe('the Lambda packages', () => {
     const all = reachable(metafile, outputOf('http'), true).flatMap((file) => Object.keys(metafile.outputs[file]!.inputs));
     for (const lazy of ['pdfjs-dist', 'gpt-tokenizer', 'nodemailer', '@aws-sdk/client-ssm']) expect(all.some((input) => input.includes(`node_modules/${lazy}/`)), lazy).toBe(true);
     expect(all).toContain('lib/http/playground/assets.generated.ts');
+    expect(all).toContain('lib/http/routes/knowledge-bases.ts');
+    expect(all).toContain('lib/http/routes/mcp-servers.ts');
   });
 
   it('ships the OpenAPI document the app generates from its routes in both HTTP packages', async () => {
-    const generated = await openapiDocumentOf(createApp(inertDeps()));
+    const generated = await openapiDocumentFor(inertDeps());
     for (const name of ['http', 'httpStream'] as const) {
       const document = readZip(functions[name].zip).find((e) => e.name === 'openapi.json')!;
       expect(JSON.parse(document.data().toString('utf8'))).toEqual(generated);

@@ -209,6 +209,23 @@ describe('native /workflows/v1/mcp-servers', () => {
   });
 });
 
+describe('native /workflows/v1/mcp-servers, a route group loaded on its first request', () => {
+  it('answers as the app does: the key first, malformed JSON, a path it does not serve, a field it refuses', async () => {
+    expect((await api.call('GET', '/workflows/v1/mcp-servers', { key: null })).json).toMatchObject({ code: 'unauthorized' });
+    const key = await api.addKey(newTenant(), 'admin');
+    expect((await api.call('POST', '/workflows/v1/mcp-servers', { key, raw: '{"name": ' })).json).toEqual({ code: 'invalid_request', error: 'the body is not valid JSON' });
+    const unknown = await api.call('GET', '/workflows/v1/mcp-servers/a/b/c', { key });
+    expect([unknown.status, unknown.json]).toEqual([404, { code: 'not_found', error: 'no such route' }]);
+    const refused = await api.call('POST', '/workflows/v1/mcp-servers', { key, body: { name: 'docs', url: 'http://127.0.0.1:1/mcp', server_type: 'streamable-http' } });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.json)).toContain('url');
+    // the parsed body reached the group whole: a valid one is created
+    const created = await api.call('POST', '/workflows/v1/mcp-servers', { key, body: { name: 'lazy', url: URL_OK, server_type: 'streamable-http', headers: { Authorization: `Bearer ${TOKEN}` } } });
+    expect(created.status, created.text).toBe(201);
+    expect(created.json).toMatchObject({ name: 'lazy', url: URL_OK });
+  });
+});
+
 describe('the OpenAPI document', () => {
   it('describes every native MCP server route', async () => {
     const base = '/workflows/v1/mcp-servers';

@@ -5,7 +5,7 @@
  * RAGFlow's envelope and who may call it; and it describes no route the app does not serve.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, openapiDocumentOf } from '../../lib/http/app';
+import { createApp, openapiDocumentFor } from '../../lib/http/app';
 import { RAGFLOW_ROUTES, RAGFLOW_TAG } from '../../lib/http/ragflow/openapi';
 import { inertDeps } from '../../scripts/bundle-functions';
 import { testEngine } from '../helpers/engine';
@@ -33,7 +33,7 @@ const served = app.routes
 let document: Document;
 let api: Served;
 beforeAll(async () => {
-  document = (await openapiDocumentOf(app)) as Document;
+  document = (await openapiDocumentFor(inertDeps())) as Document;
   api = await serveApp(testEngine());
 });
 afterAll(async () => {

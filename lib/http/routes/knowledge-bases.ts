@@ -48,9 +48,6 @@ import {
   UploadQuery,
 } from './knowledge-schemas';
 
-/** The upload route's path under the app (its body limit is the document cap, not the JSON one). */
-export const DOCUMENT_UPLOAD_PATH = /^\/workflows\/v1\/knowledge-bases\/[^/]+\/documents$/;
-
 const json = (schema: z.ZodType, description: string) => ({ description, content: { 'application/json': { schema } } });
 const page = (item: z.ZodType) => z.object({ items: z.array(item), next_cursor: z.string().nullable() });
 const errors = {
