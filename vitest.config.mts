@@ -5,7 +5,7 @@ import { configDefaults, defineConfig, type ViteUserConfig } from 'vitest/config
  * (vitest.stress.config.mts), and CI runs that after `npm test` (.ci/run). Measured in one
  * full run: fuzz.test.ts 59.5 s, quick.test.ts (the bench's smoke run) 56.8 s.
  */
-export const STRESS_SUITES = ['test/security/fuzz.test.ts', 'test/bench/quick.test.ts'];
+export const STRESS_SUITES = ['test/security/fuzz.test.ts', 'test/bench/quick.test.ts', 'test/knowledge/recall.test.ts'];
 
 /** What both configurations share. */
 export const shared = {
