@@ -189,7 +189,7 @@ export function createApp(deps: AppDeps): App {
   registerFormLinkRoutes(app, deps);
   app.route('/workflows/v1/secrets', secretRoutes(deps));
   // loaded on their first request: a cold start serving turns does not build them
-  for (const group of ADMIN_ROUTE_GROUPS) mountLazily(app as unknown as Hono<AppEnv>, group, deps, notFound);
+  for (const group of ADMIN_ROUTE_GROUPS) mountLazily(app, group, deps, notFound);
   app.route('/workflows/v1', endUserRoutes(deps));
   registerRagflowRoutes(app as unknown as Hono<AppEnv>, deps);
 
