@@ -24,9 +24,9 @@ import { knowledgeOf } from './services';
 
 const params = z.lazy(() =>
   z.looseObject({
-  ...retrievalShape(),
-  /** RAGFlow's default is empty: a Retrieval without a query finds nothing. */
-  query: z.unknown().optional().transform((q) => (q === undefined || q === null ? '' : q)),
+    ...retrievalShape(),
+    /** RAGFlow's default is empty: a Retrieval without a query finds nothing. */
+    query: z.unknown().optional().transform((q) => (q === undefined || q === null ? '' : q)),
   }),
 );
 

@@ -53,18 +53,18 @@ const CRAWLER_PARAMETERS = {
 
 const crawlerParams = z.lazy(() =>
   z.looseObject({
-  extract_type: withDefault(
-    z.enum(EXTRACT_TYPES, { error: (issue) => `Type of content from the crawler ${JSON.stringify(issue.input)} is not supported, it should be in ['html', 'markdown', 'content']` }),
-    'markdown',
-  ),
-  // RAGFlow's browser could go through a proxy; here every page is fetched directly, through the SSRF guard.
-  proxy: z
-    .string()
-    .nullish()
-    .refine((v) => !v?.trim(), { message: 'a proxy is not supported: pages are fetched directly, through the SSRF guard; leave proxy empty' }),
-  /** RAGFlow's default is `{sys.query}`; a literal URL here is fetched when the model names none. */
-  query: z.string().nullish(),
-  ...functionShape(),
+    extract_type: withDefault(
+      z.enum(EXTRACT_TYPES, { error: (issue) => `Type of content from the crawler ${JSON.stringify(issue.input)} is not supported, it should be in ['html', 'markdown', 'content']` }),
+      'markdown',
+    ),
+    // RAGFlow's browser could go through a proxy; here every page is fetched directly, through the SSRF guard.
+    proxy: z
+      .string()
+      .nullish()
+      .refine((v) => !v?.trim(), { message: 'a proxy is not supported: pages are fetched directly, through the SSRF guard; leave proxy empty' }),
+    /** RAGFlow's default is `{sys.query}`; a literal URL here is fetched when the model names none. */
+    query: z.string().nullish(),
+    ...functionShape(),
   }),
 );
 export type CrawlerParams = z.output<typeof crawlerParams>;

@@ -29,10 +29,10 @@ export const NOTHING_FOUND = 'Nothing relevant was found in the knowledge bases.
 
 const params = z.lazy(() =>
   z.looseObject({
-  ...retrievalShape(),
-  /** Shown to the model; RAGFlow's when empty. */
-  description: z.string().nullish(),
-  function_name: z.string().regex(/^[A-Za-z0-9_-]{1,56}$/, 'must be 1-56 letters, digits, _ or -').nullish(),
+    ...retrievalShape(),
+    /** Shown to the model; RAGFlow's when empty. */
+    description: z.string().nullish(),
+    function_name: z.string().regex(/^[A-Za-z0-9_-]{1,56}$/, 'must be 1-56 letters, digits, _ or -').nullish(),
   }),
 );
 export type RetrievalToolParams = z.output<typeof params>;
