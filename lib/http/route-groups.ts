@@ -24,8 +24,9 @@ export const ADMIN_ROUTE_GROUPS: readonly RouteGroup[] = [
   { prefix: '/workflows/v1/mcp-servers', load: async (deps) => (await import('./routes/mcp-servers')).mcpServerRoutes(deps) },
 ];
 
-/** Where the principal the app's key middleware found travels to a group's own Hono app. */
+/** Where the principal the app's key middleware found, and the body it parsed, travel to a group's own Hono app. */
 const PRINCIPAL = Symbol('easel.principal');
+const PARSED_BODY = Symbol('easel.parsedBody');
 type GroupEnv = { Bindings: Record<string | symbol, unknown>; Variables: AppEnv['Variables'] };
 
 /**
@@ -40,6 +41,9 @@ export function mountLazily(app: Hono<AppEnv>, group: RouteGroup, deps: AppDeps,
         const hosted = new Hono<GroupEnv>();
         hosted.use(async (c, next) => {
           c.set('principal', c.env[PRINCIPAL] as AppEnv['Variables']['principal']);
+          // the app's parse (parseJsonOnce), not a second one
+          const parsed = c.env[PARSED_BODY] as Promise<unknown> | undefined;
+          if (parsed) c.req.json = <T>() => parsed as Promise<T>;
           await next();
         });
         hosted.route(group.prefix, routes as unknown as Hono<GroupEnv>);
@@ -58,9 +62,13 @@ export function mountLazily(app: Hono<AppEnv>, group: RouteGroup, deps: AppDeps,
   const handler = async (c: Context<AppEnv>) => {
     const hosted = await inner();
     const raw = c.req.raw;
-    // the app has read a JSON body already (parseJsonOnce): the group gets the same text
-    const request = raw.bodyUsed ? new Request(raw.url, { method: raw.method, headers: raw.headers, body: await c.req.text() }) : raw;
-    return hosted.fetch(request, { ...(c.env as object), [PRINCIPAL]: c.get('principal') }, executionContext(c));
+    // the app has read a JSON body already (parseJsonOnce): the group gets the same text and its parse
+    const read = raw.bodyUsed;
+    const request = read ? new Request(raw.url, { method: raw.method, headers: raw.headers, body: await c.req.text() }) : raw;
+    // parseJsonOnce replaces c.req.json with its parse when the body was JSON
+    const parsed = Object.hasOwn(c.req, 'json') ? c.req.json() : undefined;
+    const env = { ...(c.env as object), [PRINCIPAL]: c.get('principal'), [PARSED_BODY]: parsed };
+    return hosted.fetch(request, env, executionContext(c));
   };
   app.all(group.prefix, handler);
   app.all(`${group.prefix}/*`, handler);
