@@ -5,9 +5,13 @@
  * GetItem, built by the same function with the same options (ES modules, code splitting).
  * Reports the JS each handler evaluates at init (its module and the chunks it imports
  * statically) against the floor's, and the init time against the floor's, with the deployed
- * NODE_OPTIONS (none) and with source maps on.
+ * NODE_OPTIONS (none) and with source maps on. Then, on DynamoDB, a cold start as a user meets
+ * it: init and the first request in the same fresh process, the http function's first turn of
+ * a run against the floor's one GetItem (`coldFirstRequest`): what init leaves to the first
+ * request (lazy chunks, the SDK's first call, code run for the first time) is counted there.
  */
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
@@ -16,8 +20,14 @@ import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { bundleFunctions, lambdaBuildOptions, openapiDocument, reachable } from '../scripts/bundle-functions';
 import { writeZip } from '../scripts/zip';
+import { buildStore } from '../lib/runtime/store';
+import { hashSecret, putApiKey } from '../lib/store/api-keys';
+import { createWorkflow } from '../lib/store/workflows';
 import { fmt, heading, median, ratio, shuffle, table, verdict } from './lib/stats';
+import { httpApiEvent } from './lib/lambda-events';
+import type { Database } from './lib/stack';
 import { readZip } from './lib/zip';
+import { benchDsl, turnInput } from './workflow';
 
 const run = promisify(execFile);
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -29,6 +39,8 @@ const SOURCE_MAPS = '--enable-source-maps';
 export interface ColdStartOptions {
   /** Fresh processes per package and setting. */
   reps: number;
+  /** Fresh processes per package for init and the first request. */
+  firstRequestReps: number;
 }
 
 export interface BundleResult {
@@ -55,6 +67,24 @@ export interface ColdStartResult {
   initRatioSourceMapsMax: number;
   /** What the worst function's init loads, by package (KB, esbuild's metafile). */
   contributors: { name: string; kb: number }[];
+  /** Init and the first request in one fresh process (on DynamoDB; absent when it did not run). */
+  firstRequest?: FirstRequestResult;
+}
+
+/** The unpacked packages measurement 4 built, kept for `coldFirstRequest` until `dispose`. */
+export interface ColdStartRun {
+  result: ColdStartResult;
+  handlers: { http: string; floor: string };
+  dispose(): Promise<void>;
+}
+
+export interface FirstRequestResult {
+  reps: number;
+  /** Medians: module init, the first request, and the two in one process (per-run sums). */
+  http: { initMs: number; firstMs: number; totalMs: number };
+  floor: { initMs: number; firstMs: number; totalMs: number };
+  /** http's init + first turn over the floor's init + first GetItem. */
+  ratio: number;
 }
 
 async function initOnce(file: string, nodeOptions: string): Promise<{ initMs: number; rssMb: number }> {
@@ -87,12 +117,13 @@ function contributors(metafile: Metafile, output: string): { name: string; kb: n
   return [...bytes].map(([name, b]) => ({ name, kb: b / 1024 })).sort((a, b) => b.kb - a.kb);
 }
 
-export async function coldStart(options: ColdStartOptions): Promise<ColdStartResult> {
+export async function coldStart(options: ColdStartOptions): Promise<ColdStartRun> {
   heading(
     '4. Cold start',
     `\`npm run bundle\` packages each entry point (ES modules, shared code in chunks, a zip per function holding what it can load); floor = bench/floor/handler.ts (DocumentClient + one GetItem) built with the same options; init KB = the JS a handler evaluates when its module loads (its file and the chunks it imports statically; lazy chunks load on first use); module init = import() of the unzipped package's handler in a fresh \`node\` (${process.version}) process, median of ${options.reps} per package and setting, all runs interleaved in random order, as deployed (no NODE_OPTIONS) and with ${SOURCE_MAPS}.`,
   );
   const dir = await mkdtemp(join(tmpdir(), 'easel-bench-bundle-'));
+  const dispose = () => rm(dir, { recursive: true, force: true });
   try {
     const started = performance.now();
     const bundled = await bundleFunctions(join(dir, 'out'), openapiDocument);
@@ -184,8 +215,76 @@ export async function coldStart(options: ColdStartOptions): Promise<ColdStartRes
     console.log(`npm run bundle took ${fmt(bundleMs / 1000, 1)} s`);
     console.log(`target init <= 1.5x floor: ${verdict(result.initRatioMax, '<=', 1.5)} (with source maps: x${fmt(result.initRatioSourceMapsMax)})`);
     console.log(`target init KB <= floor + 400: ${verdict(result.initKbOverFloorMax, '<=', 400)}`);
-    return result;
-  } finally {
-    await rm(dir, { recursive: true, force: true });
+    const handlerOf = (name: string) => packages.find((p) => p.name === name)!.file;
+    return { result, handlers: { http: handlerOf('http'), floor: handlerOf('floor') }, dispose };
+  } catch (error) {
+    await dispose();
+    throw error;
   }
+}
+
+/**
+ * Init and the first request of the http package (the first turn of a run of the bench
+ * workflow, through its own handler with an API Gateway v2 event) beside the floor's (its one
+ * GetItem), each in fresh processes, interleaved; `reps` of each. Adds to `cold.result`.
+ */
+export async function coldFirstRequest(cold: ColdStartRun, db: Database, reps: number): Promise<FirstRequestResult> {
+  const tenant = `cold${randomBytes(4).toString('hex')}`;
+  const secret = `bench-${randomBytes(16).toString('hex')}`;
+  const workflowId = `wf${randomBytes(4).toString('hex')}`;
+  const { store, client } = buildStore({ endpoint: db.endpoint, table: db.table });
+  try {
+    await putApiKey(store, { tenant, id: randomBytes(8).toString('hex'), name: 'cold start', scope: 'admin', workflowIds: [], createdAt: new Date().toISOString(), secretHash: hashSecret(secret) });
+    await createWorkflow(store, { tenant, id: workflowId, name: 'cold start', dsl: benchDsl() });
+  } finally {
+    client.destroy();
+  }
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'bench',
+    AWS_SECRET_ACCESS_KEY: 'bench',
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    // Easel's setting, and the SDK's own for the floor's client
+    EASEL_DYNAMODB_ENDPOINT: db.endpoint,
+    AWS_ENDPOINT_URL_DYNAMODB: db.endpoint,
+    EASEL_DYNAMODB_TABLE: db.table,
+    POWERTOOLS_SERVICE_NAME: 'easel',
+  };
+  const once = async (file: string, event: unknown): Promise<{ initMs: number; firstMs: number }> => {
+    const { stdout } = await run(process.execPath, [join(here, 'cold-request.mjs'), file], {
+      env: { ...env, ...(event ? { COLD_EVENT: JSON.stringify(event) } : {}) },
+      timeout: 60_000,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    // the handler's own logs come first
+    return JSON.parse(stdout.trim().split('\n').at(-1)!) as { initMs: number; firstMs: number };
+  };
+  const samples: Record<'http' | 'floor', { initMs: number; firstMs: number }[]> = { http: [], floor: [] };
+  for (let rep = 0; rep < reps; rep++) {
+    for (const name of shuffle(['http', 'floor'] as const)) {
+      const event = name === 'http'
+        ? httpApiEvent('POST', `/workflows/v1/workflows/${workflowId}/execute`, { headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: JSON.stringify({ run_input: turnInput(1) }) })
+        : undefined;
+      samples[name].push(await once(cold.handlers[name], event));
+    }
+  }
+  const summary = (list: { initMs: number; firstMs: number }[]) => ({
+    initMs: median(list.map((x) => x.initMs)),
+    firstMs: median(list.map((x) => x.firstMs)),
+    totalMs: median(list.map((x) => x.initMs + x.firstMs)),
+  });
+  const http = summary(samples.http);
+  const floor = summary(samples.floor);
+  const result: FirstRequestResult = { reps, http, floor, ratio: ratio(http.totalMs, floor.totalMs) };
+  console.log(`\ncold start as a user meets it: init and the first request in one fresh process (DynamoDB: ${db.description}), median of ${reps} each, interleaved; http = the first turn of a run of the bench workflow through functions/http.ts's handler (API Gateway v2 event); floor = its one GetItem`);
+  table(
+    ['package', 'init p50 ms', 'first request p50 ms', 'init + first request p50 ms', 'x floor'],
+    [
+      ['http', http.initMs, http.firstMs, http.totalMs, result.ratio],
+      ['floor', floor.initMs, floor.firstMs, floor.totalMs, 1],
+    ],
+  );
+  cold.result.firstRequest = result;
+  return result;
 }

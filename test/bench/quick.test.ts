@@ -25,6 +25,7 @@ const KEYS = [
   'cpu_ratio_vs_langgraph',
   'init_kb_over_floor_max',
   'init_ratio_vs_floor_max',
+  'cold_first_request_ratio_vs_floor',
   'cpu_ratio_vs_sdk',
   'usd_per_million_turns',
   'usd_per_million_turns_keyed',
@@ -58,6 +59,9 @@ describe('npm run bench -- --quick', () => {
       expect(Number.isFinite(results[key]), key).toBe(true);
     }
     expect(results.round_trips_pure).toBeGreaterThan(0);
+    // the cold start with its first request ran against DynamoDB, the http package's turn answered 200
+    expect(stdout).toContain('cold start as a user meets it');
+    expect(results.cold_first_request_ratio_vs_floor).toBeGreaterThan(0);
     // what the simulated network's figures rest on is said where they are printed
     expect(stdout).toMatch(/simulation of AWS's network latency/);
     expect(results.knowledge_chunks).toBeGreaterThan(0);
