@@ -1,8 +1,8 @@
 /**
  * Async turns in progress. Everything about one lives in the claim that holds its slot
  * (`T#<turn>`, see turn-slot.ts): the worker's lease (`claim_owner` + `lease_expires`), the
- * cancel flag a stop sets, the last checkpoint of the turn (`cs`, `cseq`) and the events of the
- * batches up to it (`ev<seq>`, one attribute per checkpoint). The head's turn and status do not
+ * cancel flag a stop sets, the last checkpoint of the turn (`ck`, `cseq`) and the events of the
+ * batches up to it (`ew<seq>`, one attribute per checkpoint). The head's turn and status do not
  * move until the commit, which replaces the claim with the turn record — so committing also
  * removes the checkpoint, at no extra write.
  *
@@ -57,7 +57,13 @@ export interface SavedCheckpoint {
 
 const now = (ctx: StoreContext) => (ctx.now ?? Date.now)();
 const slotKey = (lease: Pick<Lease, 'tenant' | 'id' | 'turn'>) => ({ pk: keys.session(lease.tenant, lease.id), sk: keys.turn(lease.turn) });
-const eventsAttr = (seq: number) => `ev${String(seq).padStart(6, '0')}`;
+/**
+ * Checkpoints and event batches are deflated with the record dictionary (`dict1`, codec.ts): the
+ * checkpoint in `ck`, each batch in `ew<seq>`. Claims written before it hold brotli in `cs` and
+ * `ev<seq>`: a worker that takes such a turn over reads them, and its first write drops `cs`.
+ */
+const eventsAttr = (seq: number) => `ew${String(seq).padStart(6, '0')}`;
+const brotliEventsAttr = (seq: number) => `ev${String(seq).padStart(6, '0')}`;
 /** Values the claim's fencing conditions use. */
 const fence = (lease: Lease) => ({ ':claimKind': CLAIM_KIND, ':tok': lease.token, ':owner': lease.owner });
 
@@ -203,8 +209,8 @@ export async function saveCheckpoint(
   const hold = at + c.times.holdMs;
   // long strings (model answers, tool results in the call records) by blob: each checkpoint
   // write stays about the same size however many rounds the turn has made
-  const state = encode(c.checkpoint, CALL_RESULT_INLINE_BYTES);
-  const events = encode({ from: c.from, events: c.events });
+  const state = encode(c.checkpoint, CALL_RESULT_INLINE_BYTES, 'dict1');
+  const events = encode({ from: c.from, events: c.events }, undefined, 'dict1');
   const fresh = new Map<string, string>();
   for (const part of [state, events]) for (const [hash, text] of part.blobs) if (!c.storedBlobs.has(hash)) fresh.set(hash, text);
   await writeBlobs(ctx, pk, fresh);
@@ -222,10 +228,10 @@ export async function saveCheckpoint(
         TableName: ctx.table,
         Key: slotKey(lease),
         UpdateExpression: [
-          'SET lease_expires = :lease, claim_expires = :hold, #ttl = :ttl, cs = :cs, cseq = :seq',
+          'SET lease_expires = :lease, claim_expires = :hold, #ttl = :ttl, ck = :ck, cseq = :seq',
           withEvents ? `${eventsAttr(c.seq)} = :ev` : '',
           hashes.length > 0 ? 'cb = list_append(if_not_exists(cb, :none), :hashes)' : '',
-        ].filter(Boolean).join(', '),
+        ].filter(Boolean).join(', ') + ' REMOVE cs',
         ConditionExpression: 'kind = :claimKind AND claim_token = :tok AND claim_owner = :owner AND attribute_not_exists(cancel_at)',
         ExpressionAttributeNames: { '#ttl': 'ttl' },
         ExpressionAttributeValues: {
@@ -233,7 +239,7 @@ export async function saveCheckpoint(
           ':lease': at + c.times.leaseMs,
           ':hold': hold,
           ':ttl': claimTtl(hold),
-          ':cs': state.bytes,
+          ':ck': state.bytes,
           ':seq': c.seq,
           ...(withEvents ? { ':ev': events.bytes } : {}),
           ...(hashes.length > 0 ? { ':hashes': hashes, ':none': [] } : {}),
@@ -268,8 +274,9 @@ function eventBatches(item: Record<string, unknown>, afterSeq: number, blobs: Re
   const last = typeof item.cseq === 'number' ? item.cseq : 0;
   for (let seq = afterSeq + 1; seq <= last; seq++) {
     const raw = item[eventsAttr(seq)];
-    if (!(raw instanceof Uint8Array)) break;
-    const batch = decode(raw, blobs) as { from: number; events: unknown[] };
+    const brotli = item[brotliEventsAttr(seq)];
+    if (!(raw instanceof Uint8Array) && !(brotli instanceof Uint8Array)) break;
+    const batch = (raw instanceof Uint8Array ? decode(raw, blobs, 'dict1') : decode(brotli as Uint8Array, blobs)) as { from: number; events: unknown[] };
     out.push({ seq, from: batch.from, events: batch.events });
   }
   return out;
@@ -278,11 +285,12 @@ function eventBatches(item: Record<string, unknown>, afterSeq: number, blobs: Re
 /** The last checkpoint of claimed turn `turn` written under `token`, with its events; null if none. */
 export async function loadCheckpoint(ctx: StoreContext, tenant: string, id: string, turn: number, token: string): Promise<SavedCheckpoint | null> {
   const item = await claimItem(ctx, tenant, id, turn, token);
-  if (!item || !(item.cs instanceof Uint8Array)) return null;
+  const state = item?.ck instanceof Uint8Array ? item.ck : item?.cs instanceof Uint8Array ? item.cs : undefined;
+  if (!item || !state) return null;
   const hashes = (item.cb as string[] | undefined) ?? [];
   const blobs = await readBlobs(ctx, keys.session(tenant, id), hashes);
   return {
-    checkpoint: decode(item.cs, blobs),
+    checkpoint: decode(state, blobs, state === item.ck ? 'dict1' : 'brotli'),
     events: eventBatches(item, 0, blobs).flatMap((b) => b.events),
     seq: item.cseq as number,
     blobs: new Set(hashes),

@@ -19,7 +19,7 @@ export interface Encoded {
   blobs: Map<string, string>;
 }
 
-export function encode(value: unknown, threshold = BLOB_THRESHOLD): Encoded {
+export function encode(value: unknown, threshold = BLOB_THRESHOLD, codec: PartsCodec = 'brotli'): Encoded {
   const blobs = new Map<string, string>();
   const json = JSON.stringify(value, (_key, v: unknown) => {
     if (typeof v !== 'string' || v.length <= threshold) return v;
@@ -27,11 +27,11 @@ export function encode(value: unknown, threshold = BLOB_THRESHOLD): Encoded {
     blobs.set(hash, v);
     return { [REF]: hash };
   });
-  return { bytes: compress(json ?? 'null'), blobs };
+  return { bytes: compressWith(json ?? 'null', codec), blobs };
 }
 
-export function decode(bytes: Uint8Array, blobs: ReadonlyMap<string, string>): unknown {
-  return JSON.parse(decompress(bytes), (_key, v: unknown) => fromRef(v, blobs));
+export function decode(bytes: Uint8Array, blobs: ReadonlyMap<string, string>, codec: PartsCodec = 'brotli'): unknown {
+  return JSON.parse(decompressWith(bytes, codec), (_key, v: unknown) => fromRef(v, blobs));
 }
 
 function fromRef(v: unknown, blobs: ReadonlyMap<string, string>): unknown {
@@ -57,9 +57,9 @@ export function revive(v: unknown, blobs: ReadonlyMap<string, string>): unknown 
 }
 
 /**
- * How a parts payload is compressed: `brotli` (records written before the dictionary), or
- * `dict1`, deflate with RECORD_DICTIONARY_V1 (about half the bytes of brotli on a turn record of
- * a few KB, and cheaper to read).
+ * How a payload is compressed: `brotli` (records and checkpoints written before the dictionary,
+ * and what `encode` writes unless told), or `dict1`, deflate with RECORD_DICTIONARY_V1 (about
+ * half the bytes of brotli on a turn record or checkpoint of a few KB, and cheaper to read).
  */
 export type PartsCodec = 'brotli' | 'dict1';
 
@@ -89,7 +89,7 @@ export function encodeParts(parts: Record<string, unknown>, thresholds: Record<s
     blobs[name] = own;
   }
   const json = `{${Object.entries(spilled).map(([name, text]) => `${JSON.stringify(name)}:${text}`).join(',')}}`;
-  return { bytes: codec === 'dict1' ? deflateWithDictionary(json) : compress(json), blobs };
+  return { bytes: compressWith(json, codec), blobs };
 }
 
 /** The parts `wanted` of an `encodeParts` payload; `blobs` need hold only theirs. */
@@ -109,7 +109,7 @@ export function decodeParts(bytes: Uint8Array, wanted: readonly string[], blobs:
  * fills them in (`revive`).
  */
 export function rawParts(bytes: Uint8Array, codec: PartsCodec): Record<string, unknown> {
-  return JSON.parse(codec === 'dict1' ? inflateWithDictionary(bytes) : decompress(bytes)) as Record<string, unknown>;
+  return JSON.parse(decompressWith(bytes, codec)) as Record<string, unknown>;
 }
 
 /** The hashes of the blobs a parsed value refers to. */
@@ -134,6 +134,9 @@ export function compress(text: string): Uint8Array {
 export function decompress(bytes: Uint8Array): string {
   return brotliDecompressSync(bytes).toString('utf8');
 }
+
+const compressWith = (text: string, codec: PartsCodec) => (codec === 'dict1' ? deflateWithDictionary(text) : compress(text));
+const decompressWith = (bytes: Uint8Array, codec: PartsCodec) => (codec === 'dict1' ? inflateWithDictionary(bytes) : decompress(bytes));
 
 let dictionary: Buffer | undefined;
 const recordDictionary = () => (dictionary ??= Buffer.from(RECORD_DICTIONARY_V1, 'utf8'));

@@ -4,7 +4,7 @@
  * checkpoints and ordinary commits, and a follower's cursor reads each event exactly once.
  */
 import { randomBytes } from 'node:crypto';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import {
   acquireLease,
@@ -15,6 +15,7 @@ import {
   requestCancel,
   saveCheckpoint,
 } from '../../lib/store/checkpoints';
+import { encode } from '../../lib/store/codec';
 import { CancelRequestedError, LeaseLostError, NotFoundError, TurnInProgressError } from '../../lib/store/errors';
 import { keys } from '../../lib/store/item-keys';
 import { claimTurn, commitTurn, createSession, getHead, getTurn, type SessionHead } from '../../lib/store/sessions';
@@ -156,5 +157,38 @@ describe('following a turn in progress', () => {
     }
     await expect(readTurnEvents(engine, head.tenant, head.id, 2, parseCursor(undefined))).rejects.toBeInstanceOf(NotFoundError);
     expect(() => parseCursor('1.2.3')).toThrow(/cursor/);
+  });
+});
+
+describe('claims written before checkpoints were deflated with the record dictionary', () => {
+  it('are read, followed and taken over; the successor writes the dictionary codec and drops the old checkpoint', async () => {
+    const { head, token } = await claimedRun();
+    const key = { pk: keys.session(head.tenant, head.id), sk: keys.turn(1) };
+    const old = leaseOf(head, token, 'worker-old');
+    await acquireLease(store, old, TIMES);
+    // what the previous release wrote: brotli in `cs` and `ev<seq>`
+    const first = [{ event: 'e', data: 0 }, { event: 'e', data: 1 }];
+    await store.doc.send(new UpdateCommand({
+      TableName: store.table,
+      Key: key,
+      UpdateExpression: 'SET cs = :cs, cseq = :seq, ev000001 = :ev',
+      ExpressionAttributeValues: { ':cs': encode({ label: 'old' }).bytes, ':seq': 1, ':ev': encode({ from: 0, events: first }).bytes },
+    }));
+    expect(await loadCheckpoint(store, head.tenant, head.id, 1, token)).toMatchObject({ checkpoint: { label: 'old' }, events: first, seq: 1 });
+
+    await expireLease(head);
+    const next = leaseOf(head, token, 'worker-new');
+    await acquireLease(store, next, TIMES);
+    const second = [{ event: 'e', data: 2 }];
+    await saveCheckpoint(store, next, checkpoint('new', second, 2, 2));
+    expect(await loadCheckpoint(store, head.tenant, head.id, 1, token)).toMatchObject({ checkpoint: { label: 'new' }, events: [...first, ...second], seq: 2 });
+    const whole = await readTurnEvents(engine, head.tenant, head.id, 1, parseCursor(undefined));
+    expect(whole.events).toEqual([...first, ...second]);
+
+    const { Item } = await store.doc.send(new GetCommand({ TableName: store.table, Key: key, ConsistentRead: true }));
+    expect(Item).not.toHaveProperty('cs');
+    expect(Item?.ck).toBeInstanceOf(Uint8Array);
+    expect(Item?.ev000001).toBeInstanceOf(Uint8Array);
+    expect(Item?.ew000002).toBeInstanceOf(Uint8Array);
   });
 });
