@@ -170,7 +170,7 @@ async function checkpointItems(runId: string): Promise<number> {
   const out = await doc.send(new QueryCommand({
     TableName: tableName,
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
-    FilterExpression: 'kind = :claim AND attribute_exists(cs)',
+    FilterExpression: 'kind = :claim AND attribute_exists(ck)',
     ExpressionAttributeValues: { ':pk': `T#${tenant}#S#${runId}`, ':p': 'T#', ':claim': 'claim' },
   }));
   return out.Count ?? 0;
