@@ -11,7 +11,6 @@
  * request (lazy chunks, the SDK's first call, code run for the first time) is counted there.
  */
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
@@ -20,14 +19,12 @@ import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { bundleFunctions, lambdaBuildOptions, openapiDocument, reachable } from '../scripts/bundle-functions';
 import { writeZip } from '../scripts/zip';
-import { buildStore } from '../lib/runtime/store';
-import { hashSecret, putApiKey } from '../lib/store/api-keys';
-import { createWorkflow } from '../lib/store/workflows';
 import { fmt, heading, median, ratio, shuffle, table, verdict } from './lib/stats';
 import { httpApiEvent } from './lib/lambda-events';
 import type { Database } from './lib/stack';
 import { readZip } from './lib/zip';
-import { benchDsl, turnInput } from './workflow';
+import { seedBenchTenant } from './lib/tenant';
+import { turnInput } from './workflow';
 
 const run = promisify(execFile);
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -87,8 +84,9 @@ export interface FirstRequestResult {
   ratio: number;
 }
 
-async function initOnce(file: string, nodeOptions: string): Promise<{ initMs: number; rssMb: number }> {
-  const env: NodeJS.ProcessEnv = {
+/** A measured child's environment: Lambda's region and credentials, nothing of this process's but PATH. */
+function childEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return {
     PATH: process.env.PATH,
     AWS_REGION: 'us-east-1',
     AWS_ACCESS_KEY_ID: 'bench',
@@ -96,8 +94,12 @@ async function initOnce(file: string, nodeOptions: string): Promise<{ initMs: nu
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     EASEL_DYNAMODB_TABLE: 'easel-bench',
     POWERTOOLS_SERVICE_NAME: 'easel',
-    ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
+    ...extra,
   };
+}
+
+async function initOnce(file: string, nodeOptions: string): Promise<{ initMs: number; rssMb: number }> {
+  const env = childEnv(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {});
   const { stdout } = await run(process.execPath, [join(here, 'cold-init.mjs'), file], { env, timeout: 30_000 });
   return JSON.parse(stdout) as { initMs: number; rssMb: number };
 }
@@ -229,28 +231,13 @@ export async function coldStart(options: ColdStartOptions): Promise<ColdStartRun
  * GetItem), each in fresh processes, interleaved; `reps` of each. Adds to `cold.result`.
  */
 export async function coldFirstRequest(cold: ColdStartRun, db: Database, reps: number): Promise<FirstRequestResult> {
-  const tenant = `cold${randomBytes(4).toString('hex')}`;
-  const secret = `bench-${randomBytes(16).toString('hex')}`;
-  const workflowId = `wf${randomBytes(4).toString('hex')}`;
-  const { store, client } = buildStore({ endpoint: db.endpoint, table: db.table });
-  try {
-    await putApiKey(store, { tenant, id: randomBytes(8).toString('hex'), name: 'cold start', scope: 'admin', workflowIds: [], createdAt: new Date().toISOString(), secretHash: hashSecret(secret) });
-    await createWorkflow(store, { tenant, id: workflowId, name: 'cold start', dsl: benchDsl() });
-  } finally {
-    client.destroy();
-  }
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    AWS_REGION: 'us-east-1',
-    AWS_ACCESS_KEY_ID: 'bench',
-    AWS_SECRET_ACCESS_KEY: 'bench',
-    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+  const { secret, workflowId } = await seedBenchTenant({ doc: db.doc, table: db.table }, 'cold start');
+  const env = childEnv({
     // Easel's setting, and the SDK's own for the floor's client
     EASEL_DYNAMODB_ENDPOINT: db.endpoint,
     AWS_ENDPOINT_URL_DYNAMODB: db.endpoint,
     EASEL_DYNAMODB_TABLE: db.table,
-    POWERTOOLS_SERVICE_NAME: 'easel',
-  };
+  });
   const once = async (file: string, event: unknown): Promise<{ initMs: number; firstMs: number }> => {
     const { stdout } = await run(process.execPath, [join(here, 'cold-request.mjs'), file], {
       env: { ...env, ...(event ? { COLD_EVENT: JSON.stringify(event) } : {}) },

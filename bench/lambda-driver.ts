@@ -6,16 +6,14 @@
  * same process replays the turn's calls bare, with the handler's own client, on a mirror session.
  * Logs go to stdout as on Lambda (the parent counts them); results go back over IPC.
  */
-import { randomBytes } from 'node:crypto';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { readStoreConfig } from '../lib/config';
 import { buildStore } from '../lib/runtime/store';
-import { hashSecret, putApiKey } from '../lib/store/api-keys';
-import { createWorkflow } from '../lib/store/workflows';
 import { httpApiEvent, invocationContext } from './lib/lambda-events';
 import { instrumentEveryClient, operationName, prepareReplay, replay, type Trace, traceContext } from './lib/recorder';
 import { cpuMicros } from './lib/stats';
-import { benchDsl, turnInput } from './workflow';
+import { seedBenchTenant } from './lib/tenant';
+import { turnInput } from './workflow';
 
 export interface DriverRequest {
   warmupSessions: number;
@@ -47,11 +45,7 @@ async function drive(request: DriverRequest): Promise<Extract<DriverMessage, { t
   const clients = instrumentEveryClient();
   const { handler } = (await import('../functions/http')) as unknown as { handler: Handler };
   const { store, client } = buildStore(readStoreConfig());
-  const tenant = `bench${randomBytes(4).toString('hex')}`;
-  const secret = `bench-${randomBytes(16).toString('hex')}`;
-  await putApiKey(store, { tenant, id: randomBytes(8).toString('hex'), name: 'bench', scope: 'admin', workflowIds: [], createdAt: new Date().toISOString(), secretHash: hashSecret(secret) });
-  const workflowId = `wf${randomBytes(4).toString('hex')}`;
-  await createWorkflow(store, { tenant, id: workflowId, name: 'bench', dsl: benchDsl() });
+  const { tenant, secret, workflowId } = await seedBenchTenant(store);
   client.destroy();
 
   const turns: DriverTurn[] = [];

@@ -9,7 +9,6 @@
  * the turn's mirror session (bench/lib/recorder.ts `prepareIdeal`). Logs (one JSON line and one
  * EMF line per request, as on Lambda) go to stdout, which the parent counts.
  */
-import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
@@ -18,10 +17,8 @@ import { createApp } from '../lib/http/app';
 import { appDeps } from '../lib/http/deps';
 import { withTelemetry } from '../lib/http/observability';
 import { buildRuntime, createTelemetry } from '../lib/runtime';
-import { hashSecret, putApiKey } from '../lib/store/api-keys';
-import { createWorkflow } from '../lib/store/workflows';
 import { instrument, operationName, prepareIdeal, replay, type Trace, traceContext } from './lib/recorder';
-import { benchDsl } from './workflow';
+import { seedBenchTenant } from './lib/tenant';
 
 export interface TraceSummary {
   /** DynamoDB operations in order, e.g. ['Query', 'UpdateItem', 'PutItem', 'UpdateItem']. */
@@ -63,11 +60,7 @@ async function main(): Promise<void> {
   instrument(store.doc);
   const app = withTelemetry(createApp(appDeps(runtime)), telemetry);
 
-  const tenant = `bench${randomBytes(4).toString('hex')}`;
-  const apiKey = `bench-${randomBytes(16).toString('hex')}`;
-  await putApiKey(store, { tenant, id: randomBytes(8).toString('hex'), name: 'bench', scope: 'admin', workflowIds: [], createdAt: new Date().toISOString(), secretHash: hashSecret(apiKey) });
-  const workflowId = `wf${randomBytes(4).toString('hex')}`;
-  await createWorkflow(store, { tenant, id: workflowId, name: 'bench', dsl: benchDsl() });
+  const { tenant, secret: apiKey, workflowId } = await seedBenchTenant(store);
 
   const fetch = async (request: Request): Promise<Response> => {
     const id = request.headers.get('x-bench-trace');
